@@ -1,0 +1,220 @@
+//! The C ABI of rffi: `#[repr(C)]` items, constants and function-pointer types only, no logic.
+//!
+//! Layouts match tvm-ffi 0.1.x so values, objects and functions cross between the two runtimes
+//! without conversion. Every size and offset a foreign library relies on is asserted at compile
+//! time below (and again from C in `tests/c/layout.c`).
+#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
+
+mod dlpack;
+pub use dlpack::*;
+
+use core::ffi::{c_char, c_void};
+use core::mem::{offset_of, size_of};
+
+/// Major version of the rffi C ABI. A plugin built for another major version is refused.
+pub const RFFI_VERSION_MAJOR: u32 = 0;
+/// Minor version: additions that keep every existing layout and signature.
+pub const RFFI_VERSION_MINOR: u32 = 1;
+/// Patch version.
+pub const RFFI_VERSION_PATCH: u32 = 0;
+
+/// Version triple reported by `RFFIGetVersion`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RFFIVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+// ---- Type indices (stored as int32 in RFFIAny::type_index and RFFIObject::type_index) ----
+/// Annotation only: "any type". Never stored in a value.
+pub const kRFFIAny: i32 = -1;
+pub const kRFFINone: i32 = 0;
+pub const kRFFIInt: i32 = 1;
+pub const kRFFIBool: i32 = 2;
+pub const kRFFIFloat: i32 = 3;
+pub const kRFFIOpaquePtr: i32 = 4;
+pub const kRFFIDataType: i32 = 5;
+pub const kRFFIDevice: i32 = 6;
+/// A borrowed `DLTensor*` (argument only).
+pub const kRFFIDLTensorPtr: i32 = 7;
+/// A borrowed NUL-terminated `const char*` (argument only, never owned).
+pub const kRFFIRawStr: i32 = 8;
+/// A borrowed `RFFIByteArray*` (argument only, never owned).
+pub const kRFFIByteArrayPtr: i32 = 9;
+/// `v_ptr` points at an object handle slot whose reference may be moved out.
+pub const kRFFIObjectRValueRef: i32 = 10;
+/// String of at most 7 bytes stored inline: bytes in `v_bytes`, length in `small_str_len`.
+pub const kRFFISmallStr: i32 = 11;
+/// Bytes of at most 7 bytes stored inline, like `kRFFISmallStr`.
+pub const kRFFISmallBytes: i32 = 12;
+/// First index of heap objects; values at or above it own a reference.
+pub const kRFFIStaticObjectBegin: i32 = 64;
+pub const kRFFIObject: i32 = 64;
+pub const kRFFIStr: i32 = 65;
+pub const kRFFIBytes: i32 = 66;
+pub const kRFFIError: i32 = 67;
+pub const kRFFIFunction: i32 = 68;
+pub const kRFFIShape: i32 = 69;
+pub const kRFFITensor: i32 = 70;
+pub const kRFFIArray: i32 = 71;
+pub const kRFFIMap: i32 = 72;
+pub const kRFFIModule: i32 = 73;
+pub const kRFFIOpaquePyObject: i32 = 74;
+/// First index handed out to object types registered at run time.
+pub const kRFFIDynObjectBegin: i32 = 128;
+
+/// Longest string or byte string stored inline (one byte stays free for a NUL terminator).
+pub const RFFI_SMALL_STR_MAX: usize = 7;
+
+// ---- Object header ----
+/// Deleter flag: run the destructor (the last strong reference is gone).
+pub const kRFFIObjectDeleterFlagBitMaskStrong: i32 = 1;
+/// Deleter flag: free the memory (the last weak reference is gone).
+pub const kRFFIObjectDeleterFlagBitMaskWeak: i32 = 2;
+/// Both at once: the common case of an object that never had a weak reference.
+pub const kRFFIObjectDeleterFlagBitMaskBoth: i32 = 3;
+
+/// Deleter of an object: `flags` is a mask of `kRFFIObjectDeleterFlagBitMask*`.
+pub type RFFIObjectDeleter = Option<unsafe extern "C" fn(self_: *mut c_void, flags: i32)>;
+
+/// Header at the start of every object (24 bytes).
+///
+/// `combined_ref_count` holds the strong count in its low 32 bits and the weak count in its high
+/// 32 bits; a new object starts at `1 | (1 << 32)`. It is only ever touched atomically.
+#[repr(C)]
+pub struct RFFIObject {
+    pub combined_ref_count: u64,
+    pub type_index: i32,
+    pub __padding: u32,
+    pub deleter: RFFIObjectDeleter,
+}
+
+/// Handle to an object: a pointer to its `RFFIObject` header.
+pub type RFFIObjectHandle = *mut c_void;
+
+// ---- Values ----
+/// Payload of a value (8 bytes); which member is live is given by `RFFIAny::type_index`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union RFFIAnyValue {
+    pub v_int64: i64,
+    pub v_float64: f64,
+    pub v_ptr: *mut c_void,
+    pub v_c_str: *const c_char,
+    pub v_obj: *mut RFFIObject,
+    pub v_dtype: DLDataType,
+    pub v_device: DLDevice,
+    pub v_bytes: [c_char; 8],
+    pub v_uint64: u64,
+}
+
+/// A value (16 bytes). Owning ("Any") when `type_index >= kRFFIStaticObjectBegin`, otherwise plain
+/// data. `small_str_len` is the length for small strings/bytes and 0 for every other type; unused
+/// payload bytes are zero, so POD values compare bytewise.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct RFFIAny {
+    pub type_index: i32,
+    pub small_str_len: u32,
+    pub v: RFFIAnyValue,
+}
+
+/// A borrowed byte range (not NUL-terminated in general).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RFFIByteArray {
+    pub data: *const c_char,
+    pub size: usize,
+}
+
+/// The calling convention of every function: `args` are borrowed values, `result` is owned by the
+/// caller and must hold a non-object value (zero it) before the call. Returns 0 on success and -1
+/// with an error in the thread-local slot (see `RFFIErrorMoveFromRaised`).
+pub type RFFISafeCallType = Option<
+    unsafe extern "C" fn(
+        handle: *mut c_void,
+        args: *const RFFIAny,
+        num_args: i32,
+        result: *mut RFFIAny,
+    ) -> i32,
+>;
+
+// ---- Cells that follow the header at offset 24 ----
+/// `kRFFIStr` / `kRFFIBytes`: the content, NUL-terminated in place after the cell.
+pub type RFFIStrCell = RFFIByteArray;
+
+/// Backtrace update modes for `RFFIErrorCell::update_backtrace`.
+pub const kRFFIBacktraceUpdateModeReplace: i32 = 0;
+pub const kRFFIBacktraceUpdateModeAppend: i32 = 1;
+
+/// `kRFFIError`: kind, message and backtrace (most recent call first).
+#[repr(C)]
+pub struct RFFIErrorCell {
+    pub kind: RFFIByteArray,
+    pub message: RFFIByteArray,
+    pub backtrace: RFFIByteArray,
+    pub update_backtrace: Option<
+        unsafe extern "C" fn(self_: RFFIObjectHandle, backtrace: *const RFFIByteArray, mode: i32),
+    >,
+    /// An Error this one was raised from, or NULL (owned by the cell).
+    pub cause_chain: RFFIObjectHandle,
+    /// Extra context object, or NULL (owned by the cell).
+    pub extra_context: RFFIObjectHandle,
+}
+
+/// `kRFFIFunction`: `safe_call` is called with the function object itself as `handle`.
+#[repr(C)]
+pub struct RFFIFunctionCell {
+    pub safe_call: RFFISafeCallType,
+    /// Optional same-library fast path; NULL for every function rffi makes.
+    pub cpp_call: *mut c_void,
+}
+
+/// `kRFFIShape`: `size` dimensions, stored in place after the cell.
+#[repr(C)]
+pub struct RFFIShapeCell {
+    pub data: *const i64,
+    pub size: usize,
+}
+
+/// `kRFFIArray`: `size` owned values; rffi stores them in place after the cell
+/// (`data_deleter` NULL).
+#[repr(C)]
+pub struct RFFISeqCell {
+    pub data: *mut RFFIAny,
+    pub size: i64,
+    pub capacity: i64,
+    pub data_deleter: Option<unsafe extern "C" fn(data: *mut c_void)>,
+}
+
+/// Opaque objects (`kRFFIOpaquePyObject` and user types): the wrapped foreign handle.
+#[repr(C)]
+pub struct RFFIOpaqueObjectCell {
+    pub handle: *mut c_void,
+}
+
+// ---- Layout checks (LP64) ----
+const HDR: usize = size_of::<RFFIObject>();
+const _: () = {
+    assert!(size_of::<RFFIAny>() == 16);
+    assert!(core::mem::align_of::<RFFIAny>() == 8);
+    assert!(offset_of!(RFFIAny, small_str_len) == 4);
+    assert!(offset_of!(RFFIAny, v) == 8);
+    assert!(HDR == 24);
+    assert!(offset_of!(RFFIObject, type_index) == 8);
+    assert!(offset_of!(RFFIObject, deleter) == 16);
+    assert!(size_of::<RFFIByteArray>() == 16);
+    assert!(size_of::<RFFIErrorCell>() == 72);
+    assert!(offset_of!(RFFIErrorCell, message) == 16);
+    assert!(offset_of!(RFFIErrorCell, backtrace) == 32);
+    assert!(offset_of!(RFFIErrorCell, update_backtrace) == 48);
+    assert!(offset_of!(RFFIErrorCell, cause_chain) == 56);
+    assert!(offset_of!(RFFIErrorCell, extra_context) == 64);
+    assert!(size_of::<RFFIFunctionCell>() == 16);
+    assert!(size_of::<RFFIShapeCell>() == 16);
+    assert!(size_of::<RFFISeqCell>() == 32);
+    assert!(size_of::<RFFIOpaqueObjectCell>() == 8);
+    assert!(size_of::<RFFIVersion>() == 12);
+};

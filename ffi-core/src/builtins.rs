@@ -1,0 +1,92 @@
+//! `ffi.*` functions: container construction and access for bindings that do not know the
+//! containers' layouts (the Python binding, C callers), and registry queries.
+
+use crate::any::{Any, AnyView};
+use crate::error::{Error, Result};
+use crate::{register_global, register_global_packed, Array, Map, Shape};
+
+register_global_packed!("ffi.Array", |args: &[AnyView<'_>]| {
+    let items = args
+        .iter()
+        .map(AnyView::to_owned)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Array::new(items).into())
+});
+
+register_global!("ffi.ArraySize", |a: Array| a.len() as i64);
+
+register_global!("ffi.ArrayGetItem", |a: Array, i: i64| a.get_item(i));
+
+register_global_packed!("ffi.Map", |args: &[AnyView<'_>]| {
+    if args.len() % 2 != 0 {
+        return Err(Error::type_error(format!(
+            "`ffi.Map` expects key, value pairs but got {} arguments",
+            args.len()
+        )));
+    }
+    let pairs = args
+        .chunks_exact(2)
+        .map(|kv| Ok((kv[0].to_owned()?, kv[1].to_owned()?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Map::new(pairs)?.into())
+});
+
+register_global!("ffi.MapSize", |m: Map| m.len() as i64);
+
+register_global_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
+    let [m, k] = args else {
+        return Err(Error::type_error(format!(
+            "`ffi.MapGetItem` expects 2 arguments but {} were given",
+            args.len()
+        )));
+    };
+    m.try_as::<Map>()?.get_item(k)
+});
+
+register_global_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
+    let [m, k] = args else {
+        return Err(Error::type_error(format!(
+            "`ffi.MapCount` expects 2 arguments but {} were given",
+            args.len()
+        )));
+    };
+    Ok(Any::from(m.try_as::<Map>()?.get(k)?.is_some() as i64))
+});
+
+// Keys and values flattened as [k0, v0, k1, v1, ...], in insertion order.
+register_global!("ffi.MapItems", |m: Map| -> Result<Array> {
+    let mut items = Vec::with_capacity(m.len() * 2);
+    for (k, v) in m.iter() {
+        items.push(k.to_owned()?);
+        items.push(v.to_owned()?);
+    }
+    Ok(Array::new(items))
+});
+
+register_global_packed!("ffi.Shape", |args: &[AnyView<'_>]| {
+    let dims = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            a.try_as::<i64>().map_err(|e| {
+                Error::type_error(format!("`ffi.Shape` argument #{i}: {}", e.message()))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Shape::new(&dims).into())
+});
+
+register_global!("ffi.ListGlobalFunctionNames", || {
+    Array::new(
+        crate::list_global_func_names()
+            .into_iter()
+            .map(Any::from)
+            .collect(),
+    )
+});
+
+register_global!("ffi.RemoveGlobalFunction", |name: String| {
+    crate::remove_global_func(name)
+});
+
+register_global!("ffi.ErrorBacktrace", |e: Error| e.backtrace());

@@ -1,0 +1,401 @@
+//! Function objects: made from packed Rust closures, typed Rust closures, or a C safe-call pointer
+//! with a context and deleter; called through the one calling convention of the ABI.
+//!
+//! Every function this runtime makes has the same `safe_call` entry, `rust_safe_call`, which
+//! catches panics and turns errors into the raised-error slot. The entry dispatches through
+//! `FunctionHead::invoke`, monomorphized per closure type, so a call costs two indirect calls and
+//! no allocation.
+
+use crate::abi::*;
+use crate::any::{Any, AnyView, FromAny, TypeMismatch, NONE_RAW};
+use crate::error::{set_raised, take_raised, Error, Result};
+use crate::object::{alloc_object, static_object_type, ObjectRef};
+use core::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+/// An owned reference to a Function object (type index 68).
+#[derive(Clone)]
+#[repr(transparent)]
+pub struct Function(ObjectRef);
+static_object_type!(Function, kRFFIFunction, "ffi.Function");
+crate::any::object_any_conversions!(Function);
+
+/// Why a call failed before or inside the callee.
+pub enum CallError {
+    /// The callee raised this error.
+    Raised(Error),
+    /// Argument `index` has the wrong type.
+    ArgType {
+        index: usize,
+        mismatch: TypeMismatch,
+    },
+    /// Wrong number of arguments.
+    ArgCount { expected: usize, got: usize },
+}
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> Self {
+        CallError::Raised(e)
+    }
+}
+
+impl From<anyhow::Error> for CallError {
+    #[track_caller]
+    fn from(e: anyhow::Error) -> Self {
+        CallError::Raised(e.into())
+    }
+}
+
+type Invoke = unsafe fn(*const FunctionHead, *const RFFIAny, i32, *mut RFFIAny) -> i32;
+
+/// The part of the body shared by every function this runtime makes.
+#[repr(C)]
+struct FunctionHead {
+    cell: RFFIFunctionCell,
+    invoke: Invoke,
+    /// The global name, set when first registered; used in error messages.
+    name: OnceLock<Box<str>>,
+}
+
+#[repr(C)]
+struct RustFunction<F> {
+    head: FunctionHead,
+    f: F,
+}
+
+#[repr(C)]
+struct CFunction {
+    head: FunctionHead,
+    context: *mut c_void,
+    call: unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+impl Drop for CFunction {
+    fn drop(&mut self) {
+        if let Some(d) = self.deleter {
+            // SAFETY: the creator handed us the context together with its deleter, to be called
+            // once when the function dies.
+            unsafe { d(self.context) };
+        }
+    }
+}
+
+unsafe extern "C" fn rust_safe_call(
+    handle: *mut c_void,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
+    let head = handle
+        .cast::<FunctionHead>()
+        .wrapping_byte_add(size_of::<RFFIObject>());
+    // SAFETY: `rust_safe_call` is installed only in bodies that start with a FunctionHead, and
+    // the caller passes the function object itself as `handle`.
+    unsafe { ((*head).invoke)(head, args, num_args, result) }
+}
+
+fn name_of(head: &FunctionHead) -> &str {
+    head.name.get().map_or("<anonymous>", |n| n)
+}
+
+/// # Safety
+/// `head` heads a `RustFunction<F>`; `args`/`result` follow the calling convention.
+unsafe fn invoke_rust<F>(
+    head: *const FunctionHead,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32
+where
+    F: Fn(&[AnyView<'_>]) -> Result<Any, CallError>,
+{
+    // SAFETY: forwarded contract; RustFunction is repr(C) with the head first.
+    let this = unsafe { &*head.cast::<RustFunction<F>>() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if num_args < 0 || (num_args > 0 && args.is_null()) {
+            return Err(CallError::Raised(Error::value_error(
+                "invalid argument array (negative count or NULL pointer)",
+            )));
+        }
+        // SAFETY: the caller passes `num_args` valid values that outlive the call.
+        let views = unsafe { AnyView::slice_from_raw(args, num_args as usize) };
+        (this.f)(views)
+    }));
+    let err = match outcome {
+        Ok(Ok(value)) => {
+            if !result.is_null() {
+                // SAFETY: the caller owns `result` and zeroed it (no object to release).
+                unsafe { result.write(value.into_raw()) };
+            }
+            return 0;
+        }
+        Ok(Err(e)) => describe_call_error(e, name_of(&this.head)),
+        Err(payload) => Error::from_panic(payload),
+    };
+    err.note_function(name_of(&this.head));
+    set_raised(err);
+    -1
+}
+
+fn describe_call_error(e: CallError, name: &str) -> Error {
+    match e {
+        CallError::Raised(e) => e,
+        CallError::ArgType { index, mismatch } => Error::type_error(format!(
+            "Mismatched type on argument #{index} when calling `{name}`: {mismatch}"
+        )),
+        CallError::ArgCount { expected, got } => Error::type_error(format!(
+            "`{name}` expects {expected} argument{} but {got} {} given",
+            if expected == 1 { "" } else { "s" },
+            if got == 1 { "was" } else { "were" },
+        )),
+    }
+}
+
+/// # Safety
+/// `head` heads a `CFunction`; `args`/`result` follow the calling convention.
+unsafe fn invoke_c(
+    head: *const FunctionHead,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let this = unsafe { &*head.cast::<CFunction>() };
+    // SAFETY: the creator promised `call` follows the calling convention with its context.
+    unsafe { (this.call)(this.context, args, num_args, result) }
+}
+
+fn new_head(invoke: Invoke) -> FunctionHead {
+    FunctionHead {
+        cell: RFFIFunctionCell {
+            safe_call: Some(rust_safe_call),
+            cpp_call: core::ptr::null_mut(),
+        },
+        invoke,
+        name: OnceLock::new(),
+    }
+}
+
+impl Function {
+    /// A function over borrowed arguments (`args[i]` is valid during the call only).
+    pub fn from_packed<F>(f: F) -> Function
+    where
+        F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
+    {
+        Self::from_call(move |args: &[AnyView<'_>]| f(args).map_err(CallError::Raised))
+    }
+
+    /// A function from a typed closure, e.g. `|a: i64, b: f64| -> Result<f64> { .. }`.
+    /// Arguments are converted with `FromAny`; a wrong count or type is a TypeError naming the
+    /// function, the argument position, and both types.
+    pub fn from_typed<F, Args>(f: F) -> Function
+    where
+        F: TypedFn<Args>,
+    {
+        Self::from_call(move |args: &[AnyView<'_>]| f.call_packed(args))
+    }
+
+    fn from_call<F>(f: F) -> Function
+    where
+        F: Fn(&[AnyView<'_>]) -> Result<Any, CallError> + Send + Sync + 'static,
+    {
+        let body = RustFunction {
+            head: new_head(invoke_rust::<F>),
+            f,
+        };
+        Function(alloc_object(kRFFIFunction, body))
+    }
+
+    /// A function from a C safe-call pointer: `call(context, args, n, result)`. `deleter`, if any,
+    /// runs on `context` once when the function dies.
+    ///
+    /// # Safety
+    /// `call` must follow the calling convention; `context` must stay valid until `deleter` runs
+    /// and be usable from any thread.
+    pub unsafe fn from_safe_call(
+        context: *mut c_void,
+        call: unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
+        deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> Function {
+        let body = CFunction {
+            head: new_head(invoke_c),
+            context,
+            call,
+            deleter,
+        };
+        Function(alloc_object(kRFFIFunction, body))
+    }
+
+    fn own_head(&self) -> Option<&FunctionHead> {
+        // SAFETY: every Function starts with the ABI cell; our entry point marks a FunctionHead.
+        unsafe {
+            let cell = &*self.0.cell_ptr::<RFFIFunctionCell>();
+            let ours: unsafe extern "C" fn(_, _, _, _) -> _ = rust_safe_call;
+            cell.safe_call
+                .is_some_and(|f| std::ptr::fn_addr_eq(f, ours))
+                .then(|| &*self.0.cell_ptr::<FunctionHead>())
+        }
+    }
+
+    /// The name the function was first registered under, for functions made by this runtime.
+    pub fn name(&self) -> Option<&str> {
+        self.own_head().and_then(|h| h.name.get()).map(|n| &**n)
+    }
+
+    /// Records the name used in error messages (the first one wins).
+    pub(crate) fn set_name(&self, name: &str) {
+        if let Some(head) = self.own_head() {
+            let _ = head.name.set(name.into());
+        }
+    }
+
+    /// Calls through the ABI with borrowed arguments.
+    pub fn call_views(&self, args: &[AnyView<'_>]) -> Result<Any> {
+        let mut result = NONE_RAW;
+        // SAFETY: AnyView is repr(transparent) over RFFIAny.
+        let rc = unsafe { self.call_raw(args.as_ptr().cast(), args.len(), &mut result) };
+        if rc == 0 {
+            // SAFETY: on success the callee wrote an owned value.
+            Ok(unsafe { Any::from_raw(result) })
+        } else {
+            Err(take_raised().unwrap_or_else(|| {
+                Error::runtime_error("function failed without raising an error")
+            }))
+        }
+    }
+
+    /// Calls with owned arguments (borrowed for the duration of the call).
+    pub fn call(&self, args: &[Any]) -> Result<Any> {
+        // SAFETY: Any and AnyView share the RFFIAny layout; the views live as long as `args`.
+        let views = unsafe { core::slice::from_raw_parts(args.as_ptr().cast(), args.len()) };
+        self.call_views(views)
+    }
+
+    /// The raw call: `cell.safe_call(self, args, n, result)`.
+    ///
+    /// # Safety
+    /// `args` must point to `n` valid values and `result` to a value holding no object.
+    #[inline]
+    pub unsafe fn call_raw(&self, args: *const RFFIAny, n: usize, result: *mut RFFIAny) -> i32 {
+        let Ok(n) = i32::try_from(n) else {
+            set_raised(Error::value_error("too many arguments"));
+            return -1;
+        };
+        // SAFETY: the cell is at offset 24 of every function object.
+        let cell = unsafe { &*self.0.cell_ptr::<RFFIFunctionCell>() };
+        match cell.safe_call {
+            // SAFETY: forwarded contract; the handle is the function object itself.
+            Some(f) => unsafe { f(self.0.as_ptr().cast(), args, n, result) },
+            None => {
+                set_raised(Error::runtime_error("function object has no safe_call"));
+                -1
+            }
+        }
+    }
+
+    pub fn as_raw(&self) -> *mut RFFIObject {
+        self.0.as_ptr()
+    }
+}
+
+impl core::fmt::Debug for Function {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Function({})", self.name().unwrap_or("<anonymous>"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed closures
+
+/// What a typed closure may return: a value convertible to `Any`, or a `Result` of one.
+pub trait IntoCallResult {
+    fn into_call_result(self) -> Result<Any, CallError>;
+}
+
+impl<T: Into<Any>, E: Into<Error>> IntoCallResult for core::result::Result<T, E> {
+    #[inline]
+    #[track_caller]
+    fn into_call_result(self) -> Result<Any, CallError> {
+        self.map(Into::into)
+            .map_err(|e| CallError::Raised(e.into()))
+    }
+}
+
+macro_rules! plain_results {
+    ($($t:ty),*) => {$(
+        impl IntoCallResult for $t {
+            #[inline]
+            fn into_call_result(self) -> Result<Any, CallError> {
+                Ok(self.into())
+            }
+        }
+    )*};
+}
+plain_results!(
+    (),
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    isize,
+    f32,
+    f64,
+    String,
+    &'static str,
+    Any,
+    Function,
+    Error,
+    ObjectRef,
+    crate::Device,
+    crate::DataType,
+    crate::RString,
+    crate::Bytes,
+    crate::Array,
+    crate::Map,
+    crate::Shape
+);
+
+/// Closures callable with converted arguments; implemented for `Fn(A0, .., An) -> R`, n <= 8.
+pub trait TypedFn<Args>: Send + Sync + 'static {
+    fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any, CallError>;
+}
+
+#[inline]
+fn arg<T: FromAny>(args: &[AnyView<'_>], index: usize) -> Result<T, CallError> {
+    T::from_any(&args[index]).map_err(|mismatch| CallError::ArgType { index, mismatch })
+}
+
+macro_rules! typed_fn {
+    ($n:expr; $($a:ident $i:tt),*) => {
+        impl<Func, R, $($a),*> TypedFn<($($a,)*)> for Func
+        where
+            Func: Fn($($a),*) -> R + Send + Sync + 'static,
+            R: IntoCallResult,
+            $($a: FromAny,)*
+        {
+            #[inline]
+            #[allow(unused_variables)]
+            fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any, CallError> {
+                if args.len() != $n {
+                    return Err(CallError::ArgCount { expected: $n, got: args.len() });
+                }
+                (self)($(arg::<$a>(args, $i)?),*).into_call_result()
+            }
+        }
+    };
+}
+typed_fn!(0;);
+typed_fn!(1; A0 0);
+typed_fn!(2; A0 0, A1 1);
+typed_fn!(3; A0 0, A1 1, A2 2);
+typed_fn!(4; A0 0, A1 1, A2 2, A3 3);
+typed_fn!(5; A0 0, A1 1, A2 2, A3 3, A4 4);
+typed_fn!(6; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5);
+typed_fn!(7; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6);
+typed_fn!(8; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7);

@@ -1,0 +1,316 @@
+//! Reference-counted objects: the header protocol, the `ObjectRef` smart pointer, and allocation of
+//! objects whose body is a Rust value.
+//!
+//! The increment/decrement protocol is exactly tvm-ffi's (strong count in the low 32 bits, weak count
+//! in the high 32 bits, `deleter(self, flags)`), because C++ plugins inline it: an object made by any
+//! library that follows it can be held and released here, and ours there.
+
+use crate::abi::{
+    kRFFIObjectDeleterFlagBitMaskBoth, kRFFIObjectDeleterFlagBitMaskStrong,
+    kRFFIObjectDeleterFlagBitMaskWeak, RFFIObject,
+};
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use core::sync::atomic::{fence, AtomicU64, Ordering};
+use std::alloc::Layout;
+
+const STRONG_ONE: u64 = 1;
+const WEAK_ONE: u64 = 1 << 32;
+/// Count of a fresh object: one strong reference plus the weak reference held by the strong side.
+pub(crate) const INITIAL_COUNT: u64 = STRONG_ONE | WEAK_ONE;
+
+/// The atomic view of an object's combined count.
+///
+/// # Safety
+/// `obj` must point to a live object header.
+unsafe fn count<'a>(obj: *mut RFFIObject) -> &'a AtomicU64 {
+    // SAFETY: the caller guarantees a live header; the count is 8-aligned (asserted in `abi`) and
+    // every access to it goes through atomics.
+    unsafe { AtomicU64::from_ptr(&raw mut (*obj).combined_ref_count) }
+}
+
+/// Adds a strong reference.
+///
+/// # Safety
+/// `obj` must point to a live object on which the caller holds a strong reference.
+#[inline]
+pub unsafe fn inc_ref(obj: *mut RFFIObject) {
+    // SAFETY: forwarded contract.
+    unsafe { count(obj) }.fetch_add(STRONG_ONE, Ordering::Relaxed);
+}
+
+/// Drops a strong reference, running the deleter as the protocol requires.
+///
+/// # Safety
+/// `obj` must point to a live object and the caller gives up one strong reference.
+#[inline]
+pub unsafe fn dec_ref(obj: *mut RFFIObject) {
+    // SAFETY: forwarded contract.
+    let rc = unsafe { count(obj) };
+    let old = rc.fetch_sub(STRONG_ONE, Ordering::Release);
+    if old == INITIAL_COUNT {
+        fence(Ordering::Acquire);
+        // SAFETY: this was the last strong and the only weak reference.
+        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskBoth) };
+    } else if old & 0xffff_ffff == STRONG_ONE {
+        fence(Ordering::Acquire);
+        // SAFETY: last strong reference: destroy the contents, keep the memory for weak holders.
+        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskStrong) };
+        if rc.fetch_sub(WEAK_ONE, Ordering::Release) >> 32 == 1 {
+            fence(Ordering::Acquire);
+            // SAFETY: the last weak reference is gone too.
+            unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskWeak) };
+        }
+    }
+}
+
+/// # Safety
+/// `obj` is a header whose deleter may run with `flags` now.
+unsafe fn run_deleter(obj: *mut RFFIObject, flags: i32) {
+    // SAFETY: reading the header of an object that is still allocated.
+    if let Some(deleter) = unsafe { (*obj).deleter } {
+        // SAFETY: the protocol says this deleter expects exactly this call.
+        unsafe { deleter(obj.cast(), flags) };
+    }
+}
+
+/// The strong count of an object.
+///
+/// # Safety
+/// `obj` must point to a live object.
+pub unsafe fn strong_count(obj: *mut RFFIObject) -> u32 {
+    // SAFETY: forwarded contract.
+    (unsafe { count(obj) }.load(Ordering::Relaxed) & 0xffff_ffff) as u32
+}
+
+/// An owned strong reference to an object of any type.
+#[repr(transparent)]
+pub struct ObjectRef(NonNull<RFFIObject>);
+
+// SAFETY: the count is atomic and object bodies are immutable after construction or guard their
+// mutable parts with locks, so references may move and be shared between threads.
+unsafe impl Send for ObjectRef {}
+// SAFETY: as above.
+unsafe impl Sync for ObjectRef {}
+
+impl ObjectRef {
+    /// Takes ownership of one strong reference.
+    ///
+    /// # Safety
+    /// `ptr` must be a live object whose reference the caller hands over.
+    #[inline]
+    pub unsafe fn from_raw(ptr: NonNull<RFFIObject>) -> Self {
+        ObjectRef(ptr)
+    }
+
+    /// Adds a strong reference to a borrowed object.
+    ///
+    /// # Safety
+    /// `ptr` must be a live object the caller holds a reference to for the duration of the call.
+    #[inline]
+    pub unsafe fn from_borrowed(ptr: NonNull<RFFIObject>) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { inc_ref(ptr.as_ptr()) };
+        ObjectRef(ptr)
+    }
+
+    /// Gives up ownership without decrementing; pair with `from_raw`.
+    #[inline]
+    pub fn into_raw(self) -> NonNull<RFFIObject> {
+        let p = self.0;
+        core::mem::forget(self);
+        p
+    }
+
+    #[inline]
+    pub fn as_ptr(&self) -> *mut RFFIObject {
+        self.0.as_ptr()
+    }
+
+    #[inline]
+    pub fn type_index(&self) -> i32 {
+        // SAFETY: we hold a strong reference, so the header is live; the index never changes.
+        unsafe { (*self.0.as_ptr()).type_index }
+    }
+
+    pub fn strong_count(&self) -> u32 {
+        // SAFETY: we hold a strong reference.
+        unsafe { strong_count(self.0.as_ptr()) }
+    }
+
+    /// Pointer identity.
+    pub fn same_as(&self, other: &ObjectRef) -> bool {
+        self.0 == other.0
+    }
+
+    /// Address of the cell at offset 24, where each type's body starts.
+    #[inline]
+    pub(crate) fn cell_ptr<T>(&self) -> *mut T {
+        // SAFETY: every object is at least a header; the result is only dereferenced by the
+        // module that knows the type's layout.
+        unsafe { self.0.as_ptr().add(1).cast() }
+    }
+}
+
+impl Clone for ObjectRef {
+    #[inline]
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a strong reference.
+        unsafe { inc_ref(self.0.as_ptr()) };
+        ObjectRef(self.0)
+    }
+}
+
+impl Drop for ObjectRef {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one strong reference.
+        unsafe { dec_ref(self.0.as_ptr()) }
+    }
+}
+
+impl core::fmt::Debug for ObjectRef {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "ObjectRef({} @ {:p})",
+            crate::type_table::type_name(self.type_index()),
+            self.0
+        )
+    }
+}
+
+/// An object whose body is the Rust value `T`, stored right after the header.
+///
+/// Types whose body starts with an ABI cell put the cell first in a `#[repr(C)]` `T`, so it lands
+/// at offset 24.
+#[repr(C)]
+pub(crate) struct ObjBox<T> {
+    header: RFFIObject,
+    pub value: T,
+}
+
+/// Allocates an object holding `value`, with a deleter that drops it and frees the memory.
+pub(crate) fn alloc_object<T>(type_index: i32, value: T) -> ObjectRef {
+    let boxed = Box::new(ObjBox {
+        header: RFFIObject {
+            combined_ref_count: INITIAL_COUNT,
+            type_index,
+            __padding: 0,
+            deleter: Some(obj_box_deleter::<T>),
+        },
+        value,
+    });
+    // SAFETY: a fresh allocation carrying the one strong reference we hand to the ObjectRef.
+    unsafe { ObjectRef::from_raw(NonNull::from(Box::leak(boxed)).cast()) }
+}
+
+/// Allocates an object from a builder that initialises it in place, for types whose body has a
+/// variable-length tail (strings, shapes, arrays). `layout` covers the whole object; `init` gets
+/// the uninitialised memory after the header (`layout.size() - 24` bytes) and must fill it.
+///
+/// # Safety
+/// `deleter` must release exactly what `init` builds and free `layout` with the global allocator.
+pub(crate) unsafe fn alloc_with_tail(
+    type_index: i32,
+    layout: Layout,
+    deleter: unsafe extern "C" fn(*mut c_void, i32),
+    init: impl FnOnce(*mut u8),
+) -> ObjectRef {
+    // SAFETY: layout has a non-zero size (at least the header).
+    let mem = unsafe { std::alloc::alloc(layout) }.cast::<RFFIObject>();
+    let Some(ptr) = NonNull::new(mem) else {
+        std::alloc::handle_alloc_error(layout)
+    };
+    // SAFETY: fresh memory large enough for the header followed by the body.
+    unsafe {
+        ptr.as_ptr().write(RFFIObject {
+            combined_ref_count: INITIAL_COUNT,
+            type_index,
+            __padding: 0,
+            deleter: Some(deleter),
+        });
+        init(ptr.as_ptr().add(1).cast());
+        ObjectRef::from_raw(ptr)
+    }
+}
+
+unsafe extern "C" fn obj_box_deleter<T>(obj: *mut c_void, flags: i32) {
+    let obj = obj.cast::<ObjBox<T>>();
+    if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
+        // SAFETY: the protocol calls this once with the strong bit, when the body is still live.
+        unsafe { core::ptr::drop_in_place(&raw mut (*obj).value) };
+    }
+    if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: allocated by `alloc_object::<T>` as a Box<ObjBox<T>>; the body was dropped above
+        // or by an earlier strong-only call, so only the memory remains.
+        unsafe { std::alloc::dealloc(obj.cast(), Layout::new::<ObjBox<T>>()) };
+    }
+}
+
+/// The body of an object made by `alloc_object::<T>`.
+///
+/// # Safety
+/// `obj` must have been allocated by `alloc_object::<T>` with this same `T`.
+#[inline]
+pub(crate) unsafe fn body<T>(obj: &ObjectRef) -> &T {
+    // SAFETY: forwarded contract; the reference lives as long as the borrow of `obj`.
+    unsafe { &(*obj.as_ptr().cast::<ObjBox<T>>()).value }
+}
+
+/// Typed object references: a newtype over `ObjectRef` whose type index is checked on conversion.
+///
+/// # Safety
+/// `from_object_unchecked` may only be called on an object of the implementing type, and the type
+/// must be `#[repr(transparent)]` over `ObjectRef`.
+pub unsafe trait ObjectType: Sized + Clone {
+    /// Registered type key, such as `"ffi.Array"`.
+    const TYPE_KEY: &'static str;
+    /// Type index; runtime-registered types look theirs up once.
+    fn type_index() -> i32;
+    fn as_object(&self) -> &ObjectRef;
+    /// # Safety
+    /// `obj` must be of this type.
+    unsafe fn from_object_unchecked(obj: ObjectRef) -> Self;
+
+    /// Checks the type index and converts.
+    fn from_object(obj: ObjectRef) -> Result<Self, ObjectRef> {
+        if obj.type_index() == Self::type_index() {
+            // SAFETY: the type index matches.
+            Ok(unsafe { Self::from_object_unchecked(obj) })
+        } else {
+            Err(obj)
+        }
+    }
+
+    fn into_object(self) -> ObjectRef {
+        self.as_object().clone()
+    }
+}
+
+/// Implements `ObjectType` for a newtype over `ObjectRef` with a static type index.
+macro_rules! static_object_type {
+    ($ty:ident, $index:expr, $key:literal) => {
+        // SAFETY: `$ty` is `#[repr(transparent)]` over ObjectRef and only built from objects of
+        // index `$index`.
+        unsafe impl $crate::object::ObjectType for $ty {
+            const TYPE_KEY: &'static str = $key;
+            #[inline]
+            fn type_index() -> i32 {
+                $index
+            }
+            #[inline]
+            fn as_object(&self) -> &$crate::object::ObjectRef {
+                &self.0
+            }
+            #[inline]
+            unsafe fn from_object_unchecked(obj: $crate::object::ObjectRef) -> Self {
+                $ty(obj)
+            }
+            fn into_object(self) -> $crate::object::ObjectRef {
+                self.0
+            }
+        }
+    };
+}
+pub(crate) use static_object_type;

@@ -1,0 +1,128 @@
+//! The global function registry: names to functions, safe under concurrent use.
+//!
+//! Functions declared with `register_global!` are collected through `inventory` when the registry
+//! is first touched (the runtime's start), never from a load-time constructor.
+
+use crate::error::{Error, Result};
+use crate::function::Function;
+use rustc_hash::FxHashMap;
+use std::sync::{OnceLock, RwLock};
+
+/// A function declared at compile time; see `register_global!`.
+pub struct StaticFunction {
+    pub name: &'static str,
+    pub make: fn() -> Function,
+}
+
+inventory::collect!(StaticFunction);
+
+/// Keys are the names' bytes, so a lookup by a name from C needs no UTF-8 check (an invalid name
+/// simply is not there); registration checks UTF-8.
+type Table = FxHashMap<Box<[u8]>, Function>;
+
+fn table() -> &'static RwLock<Table> {
+    static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        crate::error::install_panic_hook();
+        let mut t = Table::default();
+        for s in inventory::iter::<StaticFunction> {
+            let f = (s.make)();
+            f.set_name(s.name);
+            if t.insert(s.name.as_bytes().into(), f).is_some() {
+                // Two crates declared the same name; the registry keeps the later one and says so
+                // rather than failing the whole runtime start.
+                eprintln!("rffi: global function `{}` declared twice", s.name);
+            }
+        }
+        RwLock::new(t)
+    })
+}
+
+/// Registers `f` as `name`. An existing name is an error unless `allow_override`.
+pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::value_error("global function name must not be empty"));
+    }
+    let mut t = table().write().unwrap_or_else(|e| e.into_inner());
+    if !allow_override && t.contains_key(name.as_bytes()) {
+        return Err(Error::key_error(format!(
+            "global function `{name}` is already registered (pass override to replace it)"
+        )));
+    }
+    f.set_name(name);
+    t.insert(name.as_bytes().into(), f);
+    Ok(())
+}
+
+/// Registers a name given as bytes (from C): the name must be UTF-8.
+pub fn register_global_func_bytes(name: &[u8], f: Function, allow_override: bool) -> Result<()> {
+    let name = std::str::from_utf8(name).map_err(|e| {
+        Error::value_error(format!(
+            "global function name is not valid UTF-8 ({e}): {:?}",
+            String::from_utf8_lossy(name)
+        ))
+    })?;
+    register_global_func(name, f, allow_override)
+}
+
+/// The function registered as `name`, if any (a new reference to the registered object).
+#[inline]
+pub fn get_global_func(name: impl AsRef<[u8]>) -> Option<Function> {
+    let t = table().read().unwrap_or_else(|e| e.into_inner());
+    t.get(name.as_ref()).cloned()
+}
+
+/// Removes `name`; returns whether it was registered.
+pub fn remove_global_func(name: impl AsRef<[u8]>) -> bool {
+    let mut t = table().write().unwrap_or_else(|e| e.into_inner());
+    t.remove(name.as_ref()).is_some()
+}
+
+/// Every registered name, sorted.
+pub fn list_global_func_names() -> Vec<String> {
+    let t = table().read().unwrap_or_else(|e| e.into_inner());
+    let mut names: Vec<String> = t
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// Declares a global function at compile time from a typed closure or fn item; it is registered
+/// when the runtime starts.
+///
+/// ```
+/// rffi_core::register_global!("demo.add", |a: i64, b: i64| a + b);
+/// let f = rffi_core::get_global_func("demo.add").unwrap();
+/// let r = f.call(&[1i64.into(), 2i64.into()]).unwrap();
+/// assert_eq!(r.try_as::<i64>().unwrap(), 3);
+/// ```
+#[macro_export]
+macro_rules! register_global {
+    ($name:expr, $f:expr) => {
+        const _: () = {
+            fn __rffi_make() -> $crate::Function {
+                $crate::Function::from_typed($f)
+            }
+            $crate::inventory::submit! {
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make }
+            }
+        };
+    };
+}
+
+/// Like `register_global!`, for a packed closure over `&[AnyView]`.
+#[macro_export]
+macro_rules! register_global_packed {
+    ($name:expr, $f:expr) => {
+        const _: () = {
+            fn __rffi_make() -> $crate::Function {
+                $crate::Function::from_packed($f)
+            }
+            $crate::inventory::submit! {
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make }
+            }
+        };
+    };
+}

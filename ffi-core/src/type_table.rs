@@ -1,0 +1,130 @@
+//! Type keys and indices: the fixed indices of the ABI and object types registered at run time
+//! (indices from `kRFFIDynObjectBegin`).
+
+use crate::abi::*;
+use rustc_hash::FxHashMap;
+use std::sync::{OnceLock, RwLock};
+
+/// Keys of the fixed indices, as tvm-ffi names them (the POD ones are pseudo-keys).
+const STATIC_KEYS: &[(i32, &str)] = &[
+    (kRFFINone, "None"),
+    (kRFFIInt, "int"),
+    (kRFFIBool, "bool"),
+    (kRFFIFloat, "float"),
+    (kRFFIOpaquePtr, "void*"),
+    (kRFFIDataType, "DataType"),
+    (kRFFIDevice, "Device"),
+    (kRFFIDLTensorPtr, "DLTensor*"),
+    (kRFFIRawStr, "const char*"),
+    (kRFFIByteArrayPtr, "RFFIByteArray*"),
+    (kRFFIObjectRValueRef, "ObjectRValueRef"),
+    (kRFFISmallStr, "ffi.SmallStr"),
+    (kRFFISmallBytes, "ffi.SmallBytes"),
+    (kRFFIObject, "ffi.Object"),
+    (kRFFIStr, "ffi.String"),
+    (kRFFIBytes, "ffi.Bytes"),
+    (kRFFIError, "ffi.Error"),
+    (kRFFIFunction, "ffi.Function"),
+    (kRFFIShape, "ffi.Shape"),
+    (kRFFITensor, "ffi.Tensor"),
+    (kRFFIArray, "ffi.Array"),
+    (kRFFIMap, "ffi.Map"),
+    (kRFFIModule, "ffi.Module"),
+    (kRFFIOpaquePyObject, "ffi.OpaquePyObject"),
+    (75, "ffi.List"),
+    (76, "ffi.Dict"),
+];
+
+struct TypeTable {
+    by_key: FxHashMap<Box<str>, i32>,
+    /// Keys of dynamic types, indexed by `index - kRFFIDynObjectBegin`.
+    dynamic: Vec<&'static str>,
+}
+
+fn table() -> &'static RwLock<TypeTable> {
+    static TABLE: OnceLock<RwLock<TypeTable>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let by_key = STATIC_KEYS.iter().map(|&(i, k)| (k.into(), i)).collect();
+        RwLock::new(TypeTable {
+            by_key,
+            dynamic: Vec::new(),
+        })
+    })
+}
+
+/// The index registered for `key`, if any.
+pub fn type_key_to_index(key: &str) -> Option<i32> {
+    let t = table().read().unwrap_or_else(|e| e.into_inner());
+    t.by_key.get(key).copied()
+}
+
+/// The key of a type index, if registered.
+pub fn type_index_to_key(index: i32) -> Option<&'static str> {
+    if index < kRFFIDynObjectBegin {
+        return STATIC_KEYS
+            .iter()
+            .find(|&&(i, _)| i == index)
+            .map(|&(_, k)| k);
+    }
+    let t = table().read().unwrap_or_else(|e| e.into_inner());
+    t.dynamic
+        .get((index - kRFFIDynObjectBegin) as usize)
+        .copied()
+}
+
+/// Returns the index of `key`, registering it as a new dynamic object type if unknown.
+pub fn get_or_alloc_type_index(key: &str) -> i32 {
+    if let Some(i) = type_key_to_index(key) {
+        return i;
+    }
+    let mut t = table().write().unwrap_or_else(|e| e.into_inner());
+    if let Some(&i) = t.by_key.get(key) {
+        return i;
+    }
+    let index = kRFFIDynObjectBegin + t.dynamic.len() as i32;
+    // Keys live as long as the process: type indices are never reused.
+    let key: &'static str = Box::leak(key.into());
+    t.dynamic.push(key);
+    t.by_key.insert(key.into(), index);
+    index
+}
+
+/// A user-facing name of a type index for error messages: `int`, `str`, `ffi.Array`, ...
+pub fn type_name(index: i32) -> String {
+    match index {
+        kRFFIRawStr | kRFFISmallStr | kRFFIStr => "str".into(),
+        kRFFIByteArrayPtr | kRFFISmallBytes | kRFFIBytes => "bytes".into(),
+        _ => match type_index_to_key(index) {
+            Some(k) => k.into(),
+            None => format!("<unregistered type index {index}>"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_keys_round_trip() {
+        for &(i, k) in STATIC_KEYS {
+            assert_eq!(type_key_to_index(k), Some(i), "{k}");
+            assert_eq!(type_index_to_key(i), Some(k));
+        }
+        // Index 7 is in the table (a C caller may pass DLTensor* where an object is expected).
+        assert_eq!(type_key_to_index("DLTensor*"), Some(kRFFIDLTensorPtr));
+    }
+
+    #[test]
+    fn dynamic_types_get_stable_indices() {
+        let a = get_or_alloc_type_index("test.type_table.A");
+        let b = get_or_alloc_type_index("test.type_table.B");
+        assert!(a >= kRFFIDynObjectBegin && b >= kRFFIDynObjectBegin);
+        assert_ne!(a, b);
+        assert_eq!(get_or_alloc_type_index("test.type_table.A"), a);
+        assert_eq!(type_index_to_key(b), Some("test.type_table.B"));
+        assert_eq!(type_key_to_index("test.type_table.missing"), None);
+        assert_eq!(type_name(kRFFISmallStr), "str");
+        assert!(type_name(100_000).contains("unregistered"));
+    }
+}
