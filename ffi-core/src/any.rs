@@ -198,7 +198,7 @@ impl<'a> AnyView<'a> {
     /// reference gives up its object, objects gain a reference.
     pub fn to_owned(&self) -> Result<Any> {
         let raw = self.0;
-        // SAFETY (all arms): the view is valid for 'a, so its pointers and objects are live.
+        // SAFETY: in every arm, the view is valid for 'a, so its pointers and objects are live.
         unsafe {
             match raw.type_index {
                 kRFFIRawStr | kRFFIByteArrayPtr => {
@@ -270,7 +270,7 @@ impl<'a> From<&'a Any> for AnyView<'a> {
 
 impl core::fmt::Debug for AnyView<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY (all arms): the payload member read matches the type index.
+        // SAFETY: in every arm, the payload member read matches the type index.
         unsafe {
             match self.0.type_index {
                 kRFFINone => write!(f, "None"),

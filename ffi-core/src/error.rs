@@ -361,10 +361,6 @@ fn render_native(bt: &Backtrace) -> String {
         "<anyhow::",
         "rust_begin_unwind",
         "__rust",
-        "rffi_core::error::",
-        "<rffi_core::error::",
-        "rffi_core::function::",
-        "<rffi_core::function::",
         "__libc_start",
         "_start",
     ];
@@ -387,7 +383,9 @@ fn render_native(bt: &Backtrace) -> String {
             }
         }
         let sym = strip_hash(sym.trim());
-        if SKIP.iter().any(|p| sym.starts_with(p)) {
+        // The runtime's own call plumbing sits between every two user frames; leave it out.
+        const PLUMBING: &[&str] = &["rffi_core::function::", "rffi_core::error::"];
+        if SKIP.iter().any(|p| sym.starts_with(p)) || PLUMBING.iter().any(|p| sym.contains(p)) {
             continue;
         }
         let (file, line_no) = at
@@ -399,6 +397,9 @@ fn render_native(bt: &Backtrace) -> String {
                 Some((parts.next()?.to_owned(), line))
             })
             .unwrap_or_else(|| ("<unknown>".to_owned(), 0));
+        if file.starts_with("/rustc/") {
+            continue; // the standard library's own frames
+        }
         out.push_str(&frame(&file, line_no, sym));
     }
     out
@@ -451,10 +452,31 @@ impl From<anyhow::Error> for Error {
 thread_local! {
     /// Where the last panic on this thread happened, recorded by our hook for `from_panic`.
     static PANIC_SITE: std::cell::RefCell<Option<Site>> = const { std::cell::RefCell::new(None) };
+    /// How many calls into runtime-made functions are running on this thread. A panic inside one
+    /// becomes an error that carries its message and site, so the hook stays quiet there.
+    static CALL_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Installs (once) a panic hook that records the panic's location for the error it becomes, then
-/// defers to the hook that was there before.
+/// Marks a call into a function made by this runtime for the panic hook's sake.
+pub(crate) struct CallScope(());
+
+impl CallScope {
+    #[inline]
+    pub(crate) fn enter() -> CallScope {
+        CALL_DEPTH.with(|d| d.set(d.get() + 1));
+        CallScope(())
+    }
+}
+
+impl Drop for CallScope {
+    #[inline]
+    fn drop(&mut self) {
+        CALL_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+/// Installs (once) a panic hook that records the panic's location for the error it becomes. Panics
+/// outside rffi calls still go to the hook that was there before.
 pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -464,7 +486,9 @@ pub(crate) fn install_panic_hook() {
                 .location()
                 .map(|l| (Cow::Owned(l.file().to_owned()), l.line()));
             let _ = PANIC_SITE.try_with(|s| *s.borrow_mut() = site);
-            previous(info);
+            if CALL_DEPTH.try_with(Cell::get).unwrap_or(0) == 0 {
+                previous(info);
+            }
         }));
     });
 }

@@ -8,7 +8,7 @@
 
 use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch, NONE_RAW};
-use crate::error::{set_raised, take_raised, Error, Result};
+use crate::error::{install_panic_hook, set_raised, take_raised, CallScope, Error, Result};
 use crate::object::{alloc_object, static_object_type, ObjectRef};
 use core::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -113,6 +113,7 @@ where
 {
     // SAFETY: forwarded contract; RustFunction is repr(C) with the head first.
     let this = unsafe { &*head.cast::<RustFunction<F>>() };
+    let scope = CallScope::enter();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if num_args < 0 || (num_args > 0 && args.is_null()) {
             return Err(CallError::Raised(Error::value_error(
@@ -123,6 +124,7 @@ where
         let views = unsafe { AnyView::slice_from_raw(args, num_args as usize) };
         (this.f)(views)
     }));
+    drop(scope);
     let err = match outcome {
         Ok(Ok(value)) => {
             if !result.is_null() {
@@ -201,6 +203,7 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any, CallError> + Send + Sync + 'static,
     {
+        install_panic_hook();
         let body = RustFunction {
             head: new_head(invoke_rust::<F>),
             f,

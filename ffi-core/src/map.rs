@@ -42,7 +42,7 @@ enum MapKey {
 impl MapKey {
     fn of(v: &AnyView<'_>) -> Result<MapKey> {
         let raw = v.as_raw();
-        // SAFETY (all arms): the payload member read matches the type index.
+        // SAFETY: in every arm, the payload member read matches the type index.
         unsafe {
             Ok(match raw.type_index {
                 kRFFINone => MapKey::None,

@@ -67,7 +67,7 @@ pub(crate) fn make_string_any(bytes: &[u8], is_bytes: bool) -> Any {
 /// from the view. `None` for other types and for NULL pointers.
 pub(crate) fn str_bytes_of<'v>(v: &'v AnyView<'_>) -> Option<&'v [u8]> {
     let raw = v.as_raw();
-    // SAFETY (all arms): the view is valid for 'a, and the payload member read matches the index.
+    // SAFETY: in every arm, the view is valid for 'a, and the payload member read matches the index.
     unsafe {
         match raw.type_index {
             kRFFISmallStr | kRFFISmallBytes => {
@@ -124,11 +124,11 @@ macro_rules! string_type {
                 let err = || TypeMismatch { expected: $expected, actual: v.type_name() };
                 if i == $small || i == $heap {
                     let owned = v.to_owned().map_err(|_| err())?;
-                    return Ok($name::checked(owned)?);
+                    return $name::checked(owned);
                 }
                 if i == $borrowed || i == kRFFIByteArrayPtr {
                     let bytes = str_bytes_of(v).ok_or_else(err)?;
-                    return Ok($name::checked(make_string_any(bytes, i == kRFFIByteArrayPtr && $heap == kRFFIBytes))?);
+                    return $name::checked(make_string_any(bytes, $heap == kRFFIBytes));
                 }
                 Err(err())
             }

@@ -1,0 +1,54 @@
+# rffi: the two set-up commands are `make demo` and `make test` (see README.md).
+CARGO ?= cargo
+CC ?= cc
+TARGET_DIR := $(CURDIR)/target
+LIB_DEBUG := $(TARGET_DIR)/debug
+LIB_RELEASE := $(TARGET_DIR)/release
+BUILD := $(TARGET_DIR)/examples-c
+
+.PHONY: all demo test check-tools fmt-check clippy rust-test bench header clean
+
+all: demo
+
+## Tools a fresh machine of this project's kind has; fail early with a clear message otherwise.
+check-tools:
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup)"; exit 1; }
+	@command -v $(CC) >/dev/null || { echo "C compiler not found: apt-get install build-essential"; exit 1; }
+	@command -v c++ >/dev/null || { echo "C++ compiler not found: apt-get install g++"; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+## Build and run every example.
+demo: check-tools
+	$(CARGO) build --release -p rffi-c -p rffi-example-rust-host
+	@mkdir -p $(BUILD)
+	$(CC) -std=c99 -Wall -Wextra -O2 -Iinclude examples/c-host/main.c -o $(BUILD)/c-host \
+	    -L$(LIB_RELEASE) -lrffi -Wl,-rpath,$(LIB_RELEASE)
+	@echo "== C host =="
+	$(BUILD)/c-host
+	@echo "== Rust host =="
+	$(TARGET_DIR)/release/rffi-example-rust-host
+
+## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
+test: check-tools fmt-check clippy rust-test
+
+fmt-check:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+rust-test:
+	$(CARGO) build --workspace
+	$(CARGO) test --workspace
+
+## Regenerate include/rffi/c_api.h after changing the C API.
+header:
+	UPDATE_HEADERS=1 $(CARGO) test -p rffi-c --test header
+
+## C-ABI call, lookup and error benchmarks side by side with tvm-ffi (see docs/BENCHMARKS.md).
+bench:
+	bench/run.sh
+
+clean:
+	$(CARGO) clean

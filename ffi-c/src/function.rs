@@ -1,0 +1,210 @@
+//! Functions and the global registry.
+
+use crate::boundary::{bytes, guard, non_null, out_ptr};
+use rffi_core::abi::{
+    kRFFIFunction, RFFIAny, RFFIByteArray, RFFIFunctionCell, RFFIObject, RFFIObjectHandle,
+    RFFISafeCallType,
+};
+use rffi_core::error::set_raised;
+use rffi_core::{registry, Error, Function, ObjectRef, ObjectType};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+/// Borrows a handle as a Function, checking its type.
+///
+/// # Safety
+/// A non-null `h` must be a live object.
+unsafe fn borrow_function(
+    h: RFFIObjectHandle,
+    func: &str,
+    arg: &str,
+) -> rffi_core::Result<Function> {
+    let p = non_null(h.cast::<RFFIObject>(), func, arg)?;
+    // SAFETY: a live object per the contract; we take our own reference.
+    let obj = unsafe { ObjectRef::from_borrowed(NonNull::new_unchecked(p.cast_mut())) };
+    Function::from_object(obj).map_err(|o| {
+        Error::type_error(format!(
+            "{func}: `{arg}` must be a function (ffi.Function) but is {}",
+            rffi_core::type_table::type_name(o.type_index())
+        ))
+    })
+}
+
+/// Makes a function from a C callback. Calls pass `self` as the callback's first argument;
+/// `deleter(self)` runs once when the function is destroyed (if `deleter` is not NULL). On
+/// failure nothing is taken over: the caller still owns `self`.
+///
+/// # Safety
+/// `safe_call` must follow the calling convention; `self` must stay valid until `deleter` runs and
+/// be usable from any thread; `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionCreate(
+    self_: *mut c_void,
+    safe_call: RFFISafeCallType,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    out: *mut RFFIObjectHandle,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIFunctionCreate";
+        let out = out_ptr(out, F, "out")?;
+        let call =
+            safe_call.ok_or_else(|| Error::value_error(format!("{F}: `safe_call` is NULL")))?;
+        // SAFETY: forwarded contract.
+        let f = unsafe { Function::from_safe_call(self_, call, deleter) };
+        // SAFETY: checked writable out-pointer; the new reference moves to the caller.
+        unsafe { out.write(f.into_object().into_raw().as_ptr().cast()) };
+        Ok(())
+    })
+}
+
+#[cold]
+fn reject_call(
+    func: RFFIObjectHandle,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
+    const F: &str = "RFFIFunctionCall";
+    let msg = if func.is_null() {
+        format!("{F}: `func` is NULL")
+    } else if result.is_null() {
+        format!("{F}: `result` is NULL")
+    } else if num_args < 0 {
+        format!("{F}: `num_args` is negative ({num_args})")
+    } else if args.is_null() {
+        format!("{F}: `args` is NULL with num_args = {num_args}")
+    } else {
+        // SAFETY: non-null handle of a live object (caller contract); only the header is read.
+        let index = unsafe { (*func.cast::<RFFIObject>()).type_index };
+        set_raised(Error::type_error(format!(
+            "{F}: `func` must be a function (ffi.Function) but is {}",
+            rffi_core::type_table::type_name(index)
+        )));
+        return -1;
+    };
+    set_raised(Error::value_error(msg));
+    -1
+}
+
+/// Calls a function: `args` are borrowed, `result` must hold no object (zero it) and receives an
+/// owned value. Returns 0, or -1 with the error raised.
+///
+/// # Safety
+/// `func` must be NULL or a live object; `args` must point to `num_args` valid values; `result`
+/// must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionCall(
+    func: RFFIObjectHandle,
+    args: *mut RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
+    let obj = func.cast::<RFFIObject>();
+    // SAFETY: a non-null handle is a live object (caller contract), so its header is readable.
+    let ok = !obj.is_null()
+        && unsafe { (*obj).type_index } == kRFFIFunction
+        && !result.is_null()
+        && num_args >= 0
+        && (num_args == 0 || !args.is_null());
+    if !ok {
+        return reject_call(func, args, num_args, result);
+    }
+    // SAFETY: a live Function: its cell is at offset 24.
+    let cell = unsafe { &*obj.add(1).cast::<RFFIFunctionCell>() };
+    match cell.safe_call {
+        // SAFETY: checked arguments; the function object itself is the handle.
+        Some(call) => unsafe { call(func, args, num_args, result) },
+        None => {
+            set_raised(Error::runtime_error(
+                "RFFIFunctionCall: function has no safe_call",
+            ));
+            -1
+        }
+    }
+}
+
+/// Looks up a global function: `*out` receives a new reference to the registered function object,
+/// or NULL when no function has that name (not an error).
+///
+/// # Safety
+/// `name` must point to a valid byte array; `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionGetGlobal(
+    name: *const RFFIByteArray,
+    out: *mut RFFIObjectHandle,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIFunctionGetGlobal";
+        let out = out_ptr(out, F, "out")?;
+        // SAFETY: a valid byte array per the contract.
+        let name = unsafe { bytes(name, F, "name") }?;
+        let found = registry::get_global_func(name).map_or(std::ptr::null_mut(), |f| {
+            f.into_object().into_raw().as_ptr().cast()
+        });
+        // SAFETY: checked writable out-pointer.
+        unsafe { out.write(found) };
+        Ok(())
+    })
+}
+
+/// Registers `func` under `name` (the registry takes its own reference). An existing name is a
+/// KeyError unless `allow_override` is non-zero; a name that is empty or not UTF-8 is a ValueError.
+///
+/// # Safety
+/// `name` must point to a valid byte array; `func` must be NULL or a live object.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionSetGlobal(
+    name: *const RFFIByteArray,
+    func: RFFIObjectHandle,
+    allow_override: i32,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIFunctionSetGlobal";
+        // SAFETY: forwarded contract.
+        let f = unsafe { borrow_function(func, F, "func") }?;
+        // SAFETY: a valid byte array per the contract.
+        let name = unsafe { bytes(name, F, "name") }?;
+        registry::register_global_func_bytes(name, f, allow_override != 0)
+    })
+}
+
+/// Removes a global function. A name that is not registered is a KeyError.
+///
+/// # Safety
+/// `name` must point to a valid byte array.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionRemoveGlobal(name: *const RFFIByteArray) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIFunctionRemoveGlobal";
+        // SAFETY: a valid byte array per the contract.
+        let name = unsafe { bytes(name, F, "name") }?;
+        if registry::remove_global_func(name) {
+            Ok(())
+        } else {
+            Err(Error::key_error(format!(
+                "{F}: no global function named `{}`",
+                String::from_utf8_lossy(name)
+            )))
+        }
+    })
+}
+
+/// Lists the registered names: `*out` receives a new Array (`ffi.Array`) of strings, sorted.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle) -> i32 {
+    guard(|| {
+        let out = out_ptr(out, "RFFIFunctionListGlobalNames", "out")?;
+        let names = rffi_core::Array::new(
+            registry::list_global_func_names()
+                .into_iter()
+                .map(rffi_core::Any::from)
+                .collect(),
+        );
+        // SAFETY: checked writable out-pointer; the new reference moves to the caller.
+        unsafe { out.write(names.into_object().into_raw().as_ptr().cast()) };
+        Ok(())
+    })
+}

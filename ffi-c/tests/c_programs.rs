@@ -1,0 +1,80 @@
+//! Builds the C programs under `tests/c/` against the generated header and `librffi.so`, runs them,
+//! and checks they pass: the C ABI as a C compiler and a C caller see it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The directory holding `librffi.so` for this build profile (`target/<profile>`).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("librffi.so").exists(),
+        "librffi.so not found in {}; build it with `cargo build -p rffi-c`",
+        dir.display()
+    );
+    dir
+}
+
+fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// Compiles `src` with `compiler` and `flags`, links the runtime, and returns the executable.
+fn build(compiler: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let ws = workspace();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(Path::new(src).file_stem().unwrap());
+    let lib = lib_dir();
+    let status = Command::new(compiler)
+        .args(flags)
+        .args(["-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(ws.join("include"))
+        .arg(ws.join(src))
+        .arg("-o")
+        .arg(&out)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lrffi")
+        .arg("-lpthread")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    assert!(status.success(), "{compiler} failed on {src}");
+    out
+}
+
+fn run(exe: &Path) -> String {
+    let out = Command::new(exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn layout_static_asserts() {
+    run(&build(&cc(), "tests/c/layout.c", &["-std=c11"]));
+}
+
+#[test]
+fn header_compiles_as_cxx11() {
+    run(&build("c++", "tests/c/header_cpp.cc", &["-std=c++11"]));
+}
+
+#[test]
+fn core_abi_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_core.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}

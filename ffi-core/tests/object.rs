@@ -1,0 +1,133 @@
+//! The object protocol with objects made outside this runtime, and reference counts through
+//! containers.
+
+use rffi_core::abi::*;
+use rffi_core::{Any, Array, Map, ObjectRef};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static STRONG_CALLS: AtomicI32 = AtomicI32::new(0);
+static WEAK_CALLS: AtomicI32 = AtomicI32::new(0);
+
+/// An object laid out by "another library": header plus a payload, freed by its own deleter.
+#[repr(C)]
+struct Foreign {
+    header: RFFIObject,
+    payload: u64,
+}
+
+unsafe extern "C" fn foreign_deleter(obj: *mut c_void, flags: i32) {
+    if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
+        STRONG_CALLS.fetch_add(1, Ordering::SeqCst);
+    }
+    if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
+        WEAK_CALLS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: allocated with Box below.
+        drop(unsafe { Box::from_raw(obj.cast::<Foreign>()) });
+    }
+}
+
+fn make_foreign() -> NonNull<RFFIObject> {
+    let b = Box::new(Foreign {
+        header: RFFIObject {
+            combined_ref_count: 1 | (1 << 32),
+            type_index: 200,
+            __padding: 0,
+            deleter: Some(foreign_deleter),
+        },
+        payload: 7,
+    });
+    NonNull::from(Box::leak(b)).cast()
+}
+
+#[test]
+fn foreign_objects_follow_the_protocol() {
+    // SAFETY: a fresh object with one reference, handed to the ObjectRef.
+    let obj = unsafe { ObjectRef::from_raw(make_foreign()) };
+    assert_eq!(obj.type_index(), 200);
+    let a = Any::from(obj.clone());
+    let arr = Array::new(vec![a.clone(), a]);
+    assert_eq!(obj.strong_count(), 3);
+    drop(arr);
+    assert_eq!(obj.strong_count(), 1);
+    let raw = obj.into_raw();
+    // A weak reference held by the foreign library: the strong side dies first, memory later.
+    // SAFETY: raw is live; we add one weak reference by the protocol's layout.
+    unsafe {
+        let rc =
+            std::sync::atomic::AtomicU64::from_ptr(&raw mut (*raw.as_ptr()).combined_ref_count);
+        rc.fetch_add(1 << 32, Ordering::Relaxed);
+        rffi_core::object::dec_ref(raw.as_ptr());
+        assert_eq!(STRONG_CALLS.load(Ordering::SeqCst), 1);
+        assert_eq!(WEAK_CALLS.load(Ordering::SeqCst), 0);
+        // The foreign library drops its weak reference and frees (flags = Weak) by itself.
+        if rc.fetch_sub(1 << 32, Ordering::Release) >> 32 == 1 {
+            foreign_deleter(raw.as_ptr().cast(), kRFFIObjectDeleterFlagBitMaskWeak);
+        }
+    }
+    assert_eq!(WEAK_CALLS.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn our_objects_released_by_a_foreign_decref() {
+    // A foreign library that only knows the header protocol: decrement, call the deleter with
+    // Both when the count was 1|1<<32.
+    let s = Any::from("a string long enough to be an object");
+    let obj = s.view().as_object().unwrap().clone();
+    let raw = obj.clone().into_raw().as_ptr();
+    assert_eq!(obj.strong_count(), 3);
+    drop(s);
+    drop(obj);
+    // SAFETY: the protocol as a C++ runtime inlines it.
+    unsafe {
+        let rc = std::sync::atomic::AtomicU64::from_ptr(&raw mut (*raw).combined_ref_count);
+        let old = rc.fetch_sub(1, Ordering::Release);
+        assert_eq!(old, 1 | (1 << 32));
+        ((*raw).deleter.unwrap())(raw.cast(), kRFFIObjectDeleterFlagBitMaskBoth);
+    }
+}
+
+#[test]
+fn use_count_through_containers() {
+    let echo = rffi_core::get_global_func("testing.echo").unwrap();
+    let count = rffi_core::get_global_func("testing.object_use_count").unwrap();
+    let obj = Any::from(Array::new(vec![
+        Any::from(1i64),
+        Any::from(2i64),
+        Any::from(3i64),
+    ]));
+    let n = |o: &Any| {
+        count
+            .call(std::slice::from_ref(o))
+            .unwrap()
+            .try_as::<i64>()
+            .unwrap()
+    };
+    assert_eq!(n(&obj), 1);
+    let map = Map::new(vec![
+        (Any::from("a"), Any::from(1i64)),
+        (Any::from("b"), obj.clone()),
+    ])
+    .unwrap();
+    let outer = echo
+        .call(&[Any::from(Array::new(vec![obj.clone(), Any::from(map)]))])
+        .unwrap();
+    assert_eq!(n(&obj), 3);
+    drop(outer);
+    assert_eq!(n(&obj), 1);
+}
+
+#[test]
+fn runtime_registered_type_keys() {
+    let i = rffi_core::type_table::get_or_alloc_type_index("test_object.Point");
+    assert!(i >= kRFFIDynObjectBegin);
+    assert_eq!(
+        rffi_core::type_table::type_key_to_index("test_object.Point"),
+        Some(i)
+    );
+    assert_eq!(
+        rffi_core::type_table::type_index_to_key(i),
+        Some("test_object.Point")
+    );
+}

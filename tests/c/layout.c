@@ -1,0 +1,56 @@
+/* Layout of the ABI as a C compiler sees the generated header (compiled with -std=c11). */
+#include <stddef.h>
+#include "rffi/c_api.h"
+
+_Static_assert(sizeof(RFFIAny) == 16, "RFFIAny size");
+_Static_assert(_Alignof(RFFIAny) == 8, "RFFIAny alignment");
+_Static_assert(offsetof(RFFIAny, type_index) == 0, "type_index");
+_Static_assert(offsetof(RFFIAny, small_str_len) == 4, "small_str_len");
+_Static_assert(offsetof(RFFIAny, v) == 8, "payload");
+_Static_assert(sizeof(RFFIAnyValue) == 8, "payload size");
+
+_Static_assert(sizeof(RFFIObject) == 24, "object header");
+_Static_assert(offsetof(RFFIObject, combined_ref_count) == 0, "ref count");
+_Static_assert(offsetof(RFFIObject, type_index) == 8, "object type_index");
+_Static_assert(offsetof(RFFIObject, deleter) == 16, "deleter");
+
+_Static_assert(sizeof(RFFIByteArray) == 16, "byte array");
+_Static_assert(sizeof(RFFIStrCell) == 16, "Str cell");
+
+/* Cells, placed at offset 24 of their objects. */
+_Static_assert(sizeof(RFFIErrorCell) == 72, "Error cell");
+_Static_assert(offsetof(RFFIErrorCell, kind) == 0, "Error kind @24");
+_Static_assert(offsetof(RFFIErrorCell, message) == 16, "Error message @40");
+_Static_assert(offsetof(RFFIErrorCell, backtrace) == 32, "Error backtrace @56");
+_Static_assert(offsetof(RFFIErrorCell, update_backtrace) == 48, "update_backtrace @72");
+_Static_assert(offsetof(RFFIErrorCell, cause_chain) == 56, "cause_chain @80");
+_Static_assert(offsetof(RFFIErrorCell, extra_context) == 64, "extra_context @88");
+_Static_assert(sizeof(RFFIFunctionCell) == 16, "Function cell");
+_Static_assert(offsetof(RFFIFunctionCell, safe_call) == 0, "safe_call @24");
+_Static_assert(offsetof(RFFIFunctionCell, cpp_call) == 8, "cpp_call @32");
+_Static_assert(sizeof(RFFIShapeCell) == 16, "Shape cell");
+_Static_assert(sizeof(RFFISeqCell) == 32, "Array cell");
+_Static_assert(offsetof(RFFISeqCell, size) == 8, "Array size");
+_Static_assert(offsetof(RFFISeqCell, capacity) == 16, "Array capacity");
+_Static_assert(offsetof(RFFISeqCell, data_deleter) == 24, "Array data_deleter");
+_Static_assert(sizeof(RFFIOpaqueObjectCell) == 8, "Opaque cell");
+_Static_assert(sizeof(RFFIVersion) == 12, "version");
+
+/* DLPack. */
+_Static_assert(sizeof(DLDataType) == 4, "DLDataType");
+_Static_assert(sizeof(DLDevice) == 8, "DLDevice");
+_Static_assert(sizeof(DLTensor) == 48, "DLTensor");
+_Static_assert(offsetof(DLTensor, ndim) == 16, "DLTensor ndim");
+_Static_assert(offsetof(DLTensor, dtype) == 20, "DLTensor dtype");
+_Static_assert(offsetof(DLTensor, byte_offset) == 40, "DLTensor byte_offset");
+_Static_assert(sizeof(DLManagedTensor) == 64, "DLManagedTensor");
+_Static_assert(sizeof(DLManagedTensorVersioned) == 80, "DLManagedTensorVersioned");
+_Static_assert(offsetof(DLManagedTensorVersioned, flags) == 24, "versioned flags");
+_Static_assert(offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "versioned dl_tensor");
+
+/* Type indices fixed by the ABI. */
+_Static_assert(kRFFIStr == 65 && kRFFIFunction == 68 && kRFFIArray == 71, "type indices");
+_Static_assert(kRFFISmallStr == 11 && kRFFISmallBytes == 12, "small string indices");
+_Static_assert(kRFFIDynObjectBegin == 128, "dynamic types");
+
+int main(void) { return 0; }
