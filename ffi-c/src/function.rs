@@ -57,7 +57,9 @@ pub unsafe extern "C" fn RFFIFunctionCreate(
     })
 }
 
+/// The slow path of `RFFIFunctionCall`: says what was wrong with the call.
 #[cold]
+#[inline(never)]
 fn reject_call(
     func: RFFIObjectHandle,
     args: *const RFFIAny,
@@ -76,10 +78,15 @@ fn reject_call(
     } else {
         // SAFETY: non-null handle of a live object (caller contract); only the header is read.
         let index = unsafe { (*func.cast::<RFFIObject>()).type_index };
-        set_raised(Error::type_error(format!(
-            "{F}: `func` must be a function (ffi.Function) but is {}",
-            rffi_core::type_table::type_name(index)
-        )));
+        let err = if index == kRFFIFunction {
+            Error::runtime_error(format!("{F}: the function object has no safe_call"))
+        } else {
+            Error::type_error(format!(
+                "{F}: `func` must be a function (ffi.Function) but is {}",
+                rffi_core::type_table::type_name(index)
+            ))
+        };
+        set_raised(err);
         return -1;
     };
     set_raised(Error::value_error(msg));
@@ -100,27 +107,20 @@ pub unsafe extern "C" fn RFFIFunctionCall(
     result: *mut RFFIAny,
 ) -> i32 {
     let obj = func.cast::<RFFIObject>();
+    let args_ok = num_args == 0 || (num_args > 0 && !args.is_null());
     // SAFETY: a non-null handle is a live object (caller contract), so its header is readable.
-    let ok = !obj.is_null()
-        && unsafe { (*obj).type_index } == kRFFIFunction
+    if !obj.is_null()
         && !result.is_null()
-        && num_args >= 0
-        && (num_args == 0 || !args.is_null());
-    if !ok {
-        return reject_call(func, args, num_args, result);
-    }
-    // SAFETY: a live Function: its cell is at offset 24.
-    let cell = unsafe { &*obj.add(1).cast::<RFFIFunctionCell>() };
-    match cell.safe_call {
-        // SAFETY: checked arguments; the function object itself is the handle.
-        Some(call) => unsafe { call(func, args, num_args, result) },
-        None => {
-            set_raised(Error::runtime_error(
-                "RFFIFunctionCall: function has no safe_call",
-            ));
-            -1
+        && args_ok
+        && unsafe { (*obj).type_index } == kRFFIFunction
+    {
+        // SAFETY: a live Function: its cell is at offset 24.
+        if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
+            // SAFETY: checked arguments; the function object itself is the handle.
+            return unsafe { call(func, args, num_args, result) };
         }
     }
+    reject_call(func, args, num_args, result)
 }
 
 /// Looks up a global function: `*out` receives a new reference to the registered function object,

@@ -452,31 +452,12 @@ impl From<anyhow::Error> for Error {
 thread_local! {
     /// Where the last panic on this thread happened, recorded by our hook for `from_panic`.
     static PANIC_SITE: std::cell::RefCell<Option<Site>> = const { std::cell::RefCell::new(None) };
-    /// How many calls into runtime-made functions are running on this thread. A panic inside one
-    /// becomes an error that carries its message and site, so the hook stays quiet there.
-    static CALL_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Marks a call into a function made by this runtime for the panic hook's sake.
-pub(crate) struct CallScope(());
-
-impl CallScope {
-    #[inline]
-    pub(crate) fn enter() -> CallScope {
-        CALL_DEPTH.with(|d| d.set(d.get() + 1));
-        CallScope(())
-    }
-}
-
-impl Drop for CallScope {
-    #[inline]
-    fn drop(&mut self) {
-        CALL_DEPTH.with(|d| d.set(d.get() - 1));
-    }
-}
-
-/// Installs (once) a panic hook that records the panic's location for the error it becomes. Panics
-/// outside rffi calls still go to the hook that was there before.
+/// Installs (once) a panic hook that records the panic's location for the error it becomes, then
+/// defers to the hook that was there before (which prints the panic as usual). Knowing whether a
+/// panic happens inside an rffi call would cost a thread-local access on every call, which in a
+/// shared library is a `__tls_get_addr` call on the hot path.
 pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -486,9 +467,7 @@ pub(crate) fn install_panic_hook() {
                 .location()
                 .map(|l| (Cow::Owned(l.file().to_owned()), l.line()));
             let _ = PANIC_SITE.try_with(|s| *s.borrow_mut() = site);
-            if CALL_DEPTH.try_with(Cell::get).unwrap_or(0) == 0 {
-                previous(info);
-            }
+            previous(info);
         }));
     });
 }

@@ -1,15 +1,15 @@
 //! Function objects: made from packed Rust closures, typed Rust closures, or a C safe-call pointer
 //! with a context and deleter; called through the one calling convention of the ABI.
 //!
-//! Every function this runtime makes has the same `safe_call` entry, `rust_safe_call`, which
-//! catches panics and turns errors into the raised-error slot. The entry dispatches through
-//! `FunctionHead::invoke`, monomorphized per closure type, so a call costs two indirect calls and
-//! no allocation.
+//! A Rust closure's `safe_call` is monomorphized for the closure (one indirect call, no allocation
+//! per call); it catches panics and turns errors into the raised-error slot. Every function this
+//! runtime makes shares one header deleter, `function_deleter`, which is how a function object is
+//! recognized as ours (to record its name) without reading past the ABI cell of a foreign one.
 
 use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch, NONE_RAW};
-use crate::error::{install_panic_hook, set_raised, take_raised, CallScope, Error, Result};
-use crate::object::{alloc_object, static_object_type, ObjectRef};
+use crate::error::{install_panic_hook, set_raised, take_raised, Error, Result};
+use crate::object::{alloc_object_with_deleter, obj_box_deleter, static_object_type, ObjectRef};
 use core::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
@@ -47,13 +47,12 @@ impl From<anyhow::Error> for CallError {
     }
 }
 
-type Invoke = unsafe fn(*const FunctionHead, *const RFFIAny, i32, *mut RFFIAny) -> i32;
-
 /// The part of the body shared by every function this runtime makes.
 #[repr(C)]
 struct FunctionHead {
     cell: RFFIFunctionCell,
-    invoke: Invoke,
+    /// The deleter for the full body type (`obj_box_deleter::<RustFunction<F>>` or the C one).
+    release: unsafe extern "C" fn(*mut c_void, i32),
     /// The global name, set when first registered; used in error messages.
     name: OnceLock<Box<str>>,
 }
@@ -82,28 +81,27 @@ impl Drop for CFunction {
     }
 }
 
-unsafe extern "C" fn rust_safe_call(
-    handle: *mut c_void,
-    args: *const RFFIAny,
-    num_args: i32,
-    result: *mut RFFIAny,
-) -> i32 {
-    let head = handle
-        .cast::<FunctionHead>()
-        .wrapping_byte_add(size_of::<RFFIObject>());
-    // SAFETY: `rust_safe_call` is installed only in bodies that start with a FunctionHead, and
-    // the caller passes the function object itself as `handle`.
-    unsafe { ((*head).invoke)(head, args, num_args, result) }
+unsafe extern "C" fn function_deleter(obj: *mut c_void, flags: i32) {
+    let head = obj
+        .cast::<RFFIObject>()
+        .wrapping_add(1)
+        .cast::<FunctionHead>();
+    // SAFETY: installed only on bodies that start with a FunctionHead; `release` is the deleter
+    // made for the full body type.
+    unsafe { ((*head).release)(obj, flags) }
 }
 
 fn name_of(head: &FunctionHead) -> &str {
     head.name.get().map_or("<anonymous>", |n| n)
 }
 
+/// The `safe_call` of a Rust closure `F`.
+///
 /// # Safety
-/// `head` heads a `RustFunction<F>`; `args`/`result` follow the calling convention.
-unsafe fn invoke_rust<F>(
-    head: *const FunctionHead,
+/// `handle` is a function object made by `from_call::<F>`; `args`/`result` follow the calling
+/// convention.
+unsafe extern "C" fn rust_call<F>(
+    handle: *mut c_void,
     args: *const RFFIAny,
     num_args: i32,
     result: *mut RFFIAny,
@@ -111,9 +109,8 @@ unsafe fn invoke_rust<F>(
 where
     F: Fn(&[AnyView<'_>]) -> Result<Any, CallError>,
 {
-    // SAFETY: forwarded contract; RustFunction is repr(C) with the head first.
-    let this = unsafe { &*head.cast::<RustFunction<F>>() };
-    let scope = CallScope::enter();
+    // SAFETY: forwarded contract; the body of the object is a repr(C) RustFunction<F>.
+    let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<RustFunction<F>>() };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if num_args < 0 || (num_args > 0 && args.is_null()) {
             return Err(CallError::Raised(Error::value_error(
@@ -124,7 +121,6 @@ where
         let views = unsafe { AnyView::slice_from_raw(args, num_args as usize) };
         (this.f)(views)
     }));
-    drop(scope);
     let err = match outcome {
         Ok(Ok(value)) => {
             if !result.is_null() {
@@ -155,29 +151,39 @@ fn describe_call_error(e: CallError, name: &str) -> Error {
     }
 }
 
+/// The `safe_call` of a function made from a C callback: passes the callback its own context.
+///
 /// # Safety
-/// `head` heads a `CFunction`; `args`/`result` follow the calling convention.
-unsafe fn invoke_c(
-    head: *const FunctionHead,
+/// `handle` is a function object made by `from_safe_call`; `args`/`result` follow the calling
+/// convention.
+unsafe extern "C" fn c_call(
+    handle: *mut c_void,
     args: *const RFFIAny,
     num_args: i32,
     result: *mut RFFIAny,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    let this = unsafe { &*head.cast::<CFunction>() };
+    // SAFETY: forwarded contract; the body is a repr(C) CFunction.
+    let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<CFunction>() };
     // SAFETY: the creator promised `call` follows the calling convention with its context.
     unsafe { (this.call)(this.context, args, num_args, result) }
 }
 
-fn new_head(invoke: Invoke) -> FunctionHead {
+fn new_head<T>(
+    safe_call: unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
+) -> FunctionHead {
     FunctionHead {
         cell: RFFIFunctionCell {
-            safe_call: Some(rust_safe_call),
+            safe_call: Some(safe_call),
             cpp_call: core::ptr::null_mut(),
         },
-        invoke,
+        release: obj_box_deleter::<T>,
         name: OnceLock::new(),
     }
+}
+
+fn alloc_function<T>(body: T) -> Function {
+    // SAFETY: `function_deleter` forwards to `head.release`, which is `obj_box_deleter::<T>`.
+    Function(unsafe { alloc_object_with_deleter(kRFFIFunction, body, function_deleter) })
 }
 
 impl Function {
@@ -204,11 +210,10 @@ impl Function {
         F: Fn(&[AnyView<'_>]) -> Result<Any, CallError> + Send + Sync + 'static,
     {
         install_panic_hook();
-        let body = RustFunction {
-            head: new_head(invoke_rust::<F>),
+        alloc_function(RustFunction {
+            head: new_head::<RustFunction<F>>(rust_call::<F>),
             f,
-        };
-        Function(alloc_object(kRFFIFunction, body))
+        })
     }
 
     /// A function from a C safe-call pointer: `call(context, args, n, result)`. `deleter`, if any,
@@ -222,21 +227,20 @@ impl Function {
         call: unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
         deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     ) -> Function {
-        let body = CFunction {
-            head: new_head(invoke_c),
+        alloc_function(CFunction {
+            head: new_head::<CFunction>(c_call),
             context,
             call,
             deleter,
-        };
-        Function(alloc_object(kRFFIFunction, body))
+        })
     }
 
     fn own_head(&self) -> Option<&FunctionHead> {
-        // SAFETY: every Function starts with the ABI cell; our entry point marks a FunctionHead.
+        // SAFETY: the header is readable for every object; our deleter marks a FunctionHead body.
         unsafe {
-            let cell = &*self.0.cell_ptr::<RFFIFunctionCell>();
-            let ours: unsafe extern "C" fn(_, _, _, _) -> _ = rust_safe_call;
-            cell.safe_call
+            let ours: unsafe extern "C" fn(_, _) = function_deleter;
+            (*self.0.as_ptr())
+                .deleter
                 .is_some_and(|f| std::ptr::fn_addr_eq(f, ours))
                 .then(|| &*self.0.cell_ptr::<FunctionHead>())
         }

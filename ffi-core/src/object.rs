@@ -192,12 +192,26 @@ pub(crate) struct ObjBox<T> {
 
 /// Allocates an object holding `value`, with a deleter that drops it and frees the memory.
 pub(crate) fn alloc_object<T>(type_index: i32, value: T) -> ObjectRef {
+    // SAFETY: the deleter is the one made for exactly this layout.
+    unsafe { alloc_object_with_deleter(type_index, value, obj_box_deleter::<T>) }
+}
+
+/// Like `alloc_object`, with a deleter of the caller's choosing (one that identifies a family of
+/// objects, say) which must end up calling `obj_box_deleter::<T>`.
+///
+/// # Safety
+/// `deleter` must release the object exactly as `obj_box_deleter::<T>` does.
+pub(crate) unsafe fn alloc_object_with_deleter<T>(
+    type_index: i32,
+    value: T,
+    deleter: unsafe extern "C" fn(*mut c_void, i32),
+) -> ObjectRef {
     let boxed = Box::new(ObjBox {
         header: RFFIObject {
             combined_ref_count: INITIAL_COUNT,
             type_index,
             __padding: 0,
-            deleter: Some(obj_box_deleter::<T>),
+            deleter: Some(deleter),
         },
         value,
     });
@@ -235,7 +249,11 @@ pub(crate) unsafe fn alloc_with_tail(
     }
 }
 
-unsafe extern "C" fn obj_box_deleter<T>(obj: *mut c_void, flags: i32) {
+/// Deleter of objects made by `alloc_object::<T>`.
+///
+/// # Safety
+/// Called by the refcount protocol on such an object.
+pub(crate) unsafe extern "C" fn obj_box_deleter<T>(obj: *mut c_void, flags: i32) {
     let obj = obj.cast::<ObjBox<T>>();
     if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
         // SAFETY: the protocol calls this once with the strong bit, when the body is still live.
