@@ -108,12 +108,11 @@ pub unsafe extern "C" fn RFFIFunctionCall(
 ) -> i32 {
     let obj = func.cast::<RFFIObject>();
     let args_ok = num_args == 0 || (num_args > 0 && !args.is_null());
-    // SAFETY: a non-null handle is a live object (caller contract), so its header is readable.
-    if !obj.is_null()
-        && !result.is_null()
-        && args_ok
-        && unsafe { (*obj).type_index } == kRFFIFunction
-    {
+    let is_function = || {
+        // SAFETY: a non-null handle is a live object (caller contract), so its header is readable.
+        unsafe { (*obj).type_index == kRFFIFunction }
+    };
+    if !obj.is_null() && !result.is_null() && args_ok && is_function() {
         // SAFETY: a live Function: its cell is at offset 24.
         if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
             // SAFETY: checked arguments; the function object itself is the handle.
