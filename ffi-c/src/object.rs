@@ -85,3 +85,35 @@ pub unsafe extern "C" fn RFFITypeRegisterKey(type_key: *const RFFIByteArray, out
         Ok(())
     })
 }
+
+/// Wraps a foreign handle as an object (`kRFFIOpaquePyObject` for a Python object, or a type
+/// registered with `RFFITypeRegisterKey`): the handle sits in an `RFFIOpaqueObjectCell` at offset
+/// 24, and `deleter(handle)` runs once when the last reference goes. Static non-opaque indices
+/// (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError.
+///
+/// # Safety
+/// `deleter`, if not NULL, must be callable on `handle` from any thread; `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIObjectCreateOpaque(
+    handle: *mut std::ffi::c_void,
+    type_index: i32,
+    deleter: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
+    out: *mut RFFIObjectHandle,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIObjectCreateOpaque";
+        let out = out_ptr(out, F, "out")?;
+        use rffi_core::abi::{kRFFIDynObjectBegin, kRFFIOpaquePyObject};
+        if type_index != kRFFIOpaquePyObject && type_index < kRFFIDynObjectBegin {
+            return Err(Error::value_error(format!(
+                "{F}: type index {type_index} is not an opaque type (use {kRFFIOpaquePyObject} or \
+                 a registered index >= {kRFFIDynObjectBegin})"
+            )));
+        }
+        // SAFETY: forwarded contract.
+        let obj = unsafe { rffi_core::ObjectRef::new_opaque(type_index, handle, deleter) };
+        // SAFETY: checked writable out-pointer; the new reference moves to the caller.
+        unsafe { out.write(obj.into_raw().as_ptr().cast()) };
+        Ok(())
+    })
+}

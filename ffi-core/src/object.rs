@@ -332,3 +332,56 @@ macro_rules! static_object_type {
     };
 }
 pub(crate) use static_object_type;
+
+/// Body of an opaque object: a foreign handle (a `PyObject*`, say) released by its own deleter.
+#[repr(C)]
+struct OpaqueBody {
+    cell: crate::abi::RFFIOpaqueObjectCell,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+impl Drop for OpaqueBody {
+    fn drop(&mut self) {
+        if let Some(d) = self.deleter {
+            // SAFETY: the creator handed over the handle with this deleter, to run once.
+            unsafe { d(self.cell.handle) };
+        }
+    }
+}
+
+// SAFETY: the creator of an opaque object promises its handle and deleter may be used from any
+// thread (a Python binding's deleter takes the GIL itself).
+unsafe impl Send for OpaqueBody {}
+// SAFETY: as above; the body is never mutated.
+unsafe impl Sync for OpaqueBody {}
+
+impl ObjectRef {
+    /// Wraps a foreign handle as an object of `type_index` (`kRFFIOpaquePyObject` or a registered
+    /// type): the handle is in the `RFFIOpaqueObjectCell` at offset 24 and `deleter(handle)` runs
+    /// once when the last reference goes.
+    ///
+    /// # Safety
+    /// `deleter`, if any, must be safe to call on `handle` from any thread, once.
+    pub unsafe fn new_opaque(
+        type_index: i32,
+        handle: *mut c_void,
+        deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> ObjectRef {
+        alloc_object(
+            type_index,
+            OpaqueBody {
+                cell: crate::abi::RFFIOpaqueObjectCell { handle },
+                deleter,
+            },
+        )
+    }
+
+    /// The handle of an opaque object (the pointer at offset 24).
+    ///
+    /// # Safety
+    /// The object must have been made by `new_opaque` (or follow its cell layout).
+    pub unsafe fn opaque_handle(&self) -> *mut c_void {
+        // SAFETY: forwarded contract.
+        unsafe { (*self.cell_ptr::<crate::abi::RFFIOpaqueObjectCell>()).handle }
+    }
+}

@@ -131,3 +131,33 @@ fn runtime_registered_type_keys() {
         Some("test_object.Point")
     );
 }
+
+static OPAQUE_FREED: AtomicI32 = AtomicI32::new(0);
+
+unsafe extern "C" fn free_opaque(handle: *mut c_void) {
+    assert_eq!(handle as usize, 0x1234);
+    OPAQUE_FREED.fetch_add(1, Ordering::SeqCst);
+}
+
+#[test]
+fn opaque_objects_release_their_handle_once() {
+    // SAFETY: the deleter accepts this handle from any thread.
+    let o = unsafe {
+        ObjectRef::new_opaque(
+            kRFFIOpaquePyObject,
+            0x1234 as *mut c_void,
+            Some(free_opaque),
+        )
+    };
+    assert_eq!(o.type_index(), kRFFIOpaquePyObject);
+    // SAFETY: made by new_opaque.
+    assert_eq!(unsafe { o.opaque_handle() } as usize, 0x1234);
+    let echoed = rffi_core::get_global_func("testing.echo")
+        .unwrap()
+        .call(&[Any::from(o.clone())])
+        .unwrap();
+    assert!(echoed.view().as_object().unwrap().same_as(&o));
+    drop(echoed);
+    drop(o);
+    assert_eq!(OPAQUE_FREED.load(Ordering::SeqCst), 1);
+}

@@ -514,6 +514,20 @@ int32_t RFFITypeKeyToIndex(const struct RFFIByteArray *type_key, int32_t *out);
 int32_t RFFITypeRegisterKey(const struct RFFIByteArray *type_key, int32_t *out);
 
 /**
+ * Wraps a foreign handle as an object (`kRFFIOpaquePyObject` for a Python object, or a type
+ * registered with `RFFITypeRegisterKey`): the handle sits in an `RFFIOpaqueObjectCell` at offset
+ * 24, and `deleter(handle)` runs once when the last reference goes. Static non-opaque indices
+ * (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError.
+ *
+ * # Safety
+ * `deleter`, if not NULL, must be callable on `handle` from any thread; `out` must be writable.
+ */
+int32_t RFFIObjectCreateOpaque(void *handle,
+                               int32_t type_index,
+                               void (*deleter)(void*),
+                               RFFIObjectHandle *out);
+
+/**
  * Makes a string value from bytes (which must be UTF-8): inline (`kRFFISmallStr`) up to 7 bytes,
  * else a `kRFFIStr` object. Embedded NULs are kept. `*out` receives an owned value.
  *
