@@ -1,34 +1,7 @@
-//! Functions and the global registry.
-
-use crate::boundary::{bytes, guard, non_null, out_ptr};
-use rffi_core::abi::{
-    kRFFIFunction, RFFIAny, RFFIByteArray, RFFIFunctionCell, RFFIObject, RFFIObjectHandle,
-    RFFISafeCallType,
-};
-use rffi_core::error::set_raised;
-use rffi_core::{registry, Error, Function, ObjectRef, ObjectType};
+//! Exports of the `function` part of the C API (implemented in `rffi_core::capi::function`).
+use rffi_core::abi::*;
+use rffi_core::capi;
 use std::ffi::c_void;
-use std::ptr::NonNull;
-
-/// Borrows a handle as a Function, checking its type.
-///
-/// # Safety
-/// A non-null `h` must be a live object.
-unsafe fn borrow_function(
-    h: RFFIObjectHandle,
-    func: &str,
-    arg: &str,
-) -> rffi_core::Result<Function> {
-    let p = non_null(h.cast::<RFFIObject>(), func, arg)?;
-    // SAFETY: a live object per the contract; we take our own reference.
-    let obj = unsafe { ObjectRef::from_borrowed(NonNull::new_unchecked(p.cast_mut())) };
-    Function::from_object(obj).map_err(|o| {
-        Error::type_error(format!(
-            "{func}: `{arg}` must be a function (ffi.Function) but is {}",
-            rffi_core::type_table::type_name(o.type_index())
-        ))
-    })
-}
 
 /// Makes a function from a C callback. Calls pass `self` as the callback's first argument;
 /// `deleter(self)` runs once when the function is destroyed (if `deleter` is not NULL). On
@@ -44,53 +17,8 @@ pub unsafe extern "C" fn RFFIFunctionCreate(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut RFFIObjectHandle,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIFunctionCreate";
-        let out = out_ptr(out, F, "out")?;
-        let call =
-            safe_call.ok_or_else(|| Error::value_error(format!("{F}: `safe_call` is NULL")))?;
-        // SAFETY: forwarded contract.
-        let f = unsafe { Function::from_safe_call(self_, call, deleter) };
-        // SAFETY: checked writable out-pointer; the new reference moves to the caller.
-        unsafe { out.write(f.into_object().into_raw().as_ptr().cast()) };
-        Ok(())
-    })
-}
-
-/// The slow path of `RFFIFunctionCall`: says what was wrong with the call.
-#[cold]
-#[inline(never)]
-fn reject_call(
-    func: RFFIObjectHandle,
-    args: *const RFFIAny,
-    num_args: i32,
-    result: *mut RFFIAny,
-) -> i32 {
-    const F: &str = "RFFIFunctionCall";
-    let msg = if func.is_null() {
-        format!("{F}: `func` is NULL")
-    } else if result.is_null() {
-        format!("{F}: `result` is NULL")
-    } else if num_args < 0 {
-        format!("{F}: `num_args` is negative ({num_args})")
-    } else if args.is_null() {
-        format!("{F}: `args` is NULL with num_args = {num_args}")
-    } else {
-        // SAFETY: non-null handle of a live object (caller contract); only the header is read.
-        let index = unsafe { (*func.cast::<RFFIObject>()).type_index };
-        let err = if index == kRFFIFunction {
-            Error::runtime_error(format!("{F}: the function object has no safe_call"))
-        } else {
-            Error::type_error(format!(
-                "{F}: `func` must be a function (ffi.Function) but is {}",
-                rffi_core::type_table::type_name(index)
-            ))
-        };
-        set_raised(err);
-        return -1;
-    };
-    set_raised(Error::value_error(msg));
-    -1
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionCreate(self_, safe_call, deleter, out) }
 }
 
 /// Calls a function: `args` are borrowed, `result` must hold no object (zero it) and receives an
@@ -106,20 +34,8 @@ pub unsafe extern "C" fn RFFIFunctionCall(
     num_args: i32,
     result: *mut RFFIAny,
 ) -> i32 {
-    let obj = func.cast::<RFFIObject>();
-    let args_ok = num_args == 0 || (num_args > 0 && !args.is_null());
-    let is_function = || {
-        // SAFETY: a non-null handle is a live object (caller contract), so its header is readable.
-        unsafe { (*obj).type_index == kRFFIFunction }
-    };
-    if !obj.is_null() && !result.is_null() && args_ok && is_function() {
-        // SAFETY: a live Function: its cell is at offset 24.
-        if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
-            // SAFETY: checked arguments; the function object itself is the handle.
-            return unsafe { call(func, args, num_args, result) };
-        }
-    }
-    reject_call(func, args, num_args, result)
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionCall(func, args, num_args, result) }
 }
 
 /// Looks up a global function: `*out` receives a new reference to the registered function object,
@@ -132,18 +48,8 @@ pub unsafe extern "C" fn RFFIFunctionGetGlobal(
     name: *const RFFIByteArray,
     out: *mut RFFIObjectHandle,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIFunctionGetGlobal";
-        let out = out_ptr(out, F, "out")?;
-        // SAFETY: a valid byte array per the contract.
-        let name = unsafe { bytes(name, F, "name") }?;
-        let found = registry::get_global_func(name).map_or(std::ptr::null_mut(), |f| {
-            f.into_object().into_raw().as_ptr().cast()
-        });
-        // SAFETY: checked writable out-pointer.
-        unsafe { out.write(found) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionGetGlobal(name, out) }
 }
 
 /// Registers `func` under `name` (the registry takes its own reference). An existing name is a
@@ -157,14 +63,8 @@ pub unsafe extern "C" fn RFFIFunctionSetGlobal(
     func: RFFIObjectHandle,
     allow_override: i32,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIFunctionSetGlobal";
-        // SAFETY: forwarded contract.
-        let f = unsafe { borrow_function(func, F, "func") }?;
-        // SAFETY: a valid byte array per the contract.
-        let name = unsafe { bytes(name, F, "name") }?;
-        registry::register_global_func_bytes(name, f, allow_override != 0)
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionSetGlobal(name, func, allow_override) }
 }
 
 /// Removes a global function. A name that is not registered is a KeyError.
@@ -173,19 +73,8 @@ pub unsafe extern "C" fn RFFIFunctionSetGlobal(
 /// `name` must point to a valid byte array.
 #[no_mangle]
 pub unsafe extern "C" fn RFFIFunctionRemoveGlobal(name: *const RFFIByteArray) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIFunctionRemoveGlobal";
-        // SAFETY: a valid byte array per the contract.
-        let name = unsafe { bytes(name, F, "name") }?;
-        if registry::remove_global_func(name) {
-            Ok(())
-        } else {
-            Err(Error::key_error(format!(
-                "{F}: no global function named `{}`",
-                String::from_utf8_lossy(name)
-            )))
-        }
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionRemoveGlobal(name) }
 }
 
 /// Lists the registered names: `*out` receives a new Array (`ffi.Array`) of strings, sorted.
@@ -194,16 +83,6 @@ pub unsafe extern "C" fn RFFIFunctionRemoveGlobal(name: *const RFFIByteArray) ->
 /// `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle) -> i32 {
-    guard(|| {
-        let out = out_ptr(out, "RFFIFunctionListGlobalNames", "out")?;
-        let names = rffi_core::Array::new(
-            registry::list_global_func_names()
-                .into_iter()
-                .map(rffi_core::Any::from)
-                .collect(),
-        );
-        // SAFETY: checked writable out-pointer; the new reference moves to the caller.
-        unsafe { out.write(names.into_object().into_raw().as_ptr().cast()) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFIFunctionListGlobalNames(out) }
 }

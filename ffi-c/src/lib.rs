@@ -1,11 +1,16 @@
-//! `librffi.so`: the rffi C ABI. Every export is a thin shim over `rffi-core` that checks its
-//! pointers, catches panics, and reports failure as `-1` with an Error in the thread-local slot
-//! (taken with `RFFIErrorMoveFromRaised`). The header `include/rffi/c_api.h` is generated from
+//! `librffi.so`: the rffi C ABI. Each export forwards to its implementation in `rffi_core::capi`,
+//! which checks pointers, catches panics, and reports failure as `-1` with an Error in the
+//! thread-local slot (taken with `RFFIErrorMoveFromRaised`). The same implementations reach plugins
+//! through the loader's `RFFIHostApi` table. The header `include/rffi/c_api.h` is generated from
 //! these items by cbindgen (see `tests/header.rs`).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(non_snake_case)]
 
-mod boundary;
+/// Pointer checks and the panic/error boundary, shared with the core's C API.
+mod boundary {
+    #[allow(unused_imports)]
+    pub(crate) use rffi_core::capi::boundary::*;
+}
 pub mod error;
 pub mod function;
 pub mod object;

@@ -1,17 +1,6 @@
-//! Values: strings, byte strings, data types, and borrowed-to-owned conversion.
-
-use crate::boundary::{bytes, guard, non_null, out_ptr, utf8};
-use rffi_core::abi::{DLDataType, RFFIAny, RFFIByteArray};
-use rffi_core::{Any, AnyView, Bytes, DataType, Error, RString};
-
-/// Writes an owned value to a caller's out-slot.
-///
-/// # Safety
-/// `out` must be writable.
-unsafe fn put(out: *mut RFFIAny, value: Any) {
-    // SAFETY: forwarded contract; the value's ownership moves to the caller.
-    unsafe { out.write(value.into_raw()) }
-}
+//! Exports of the `value` part of the C API (implemented in `rffi_core::capi::value`).
+use rffi_core::abi::*;
+use rffi_core::capi;
 
 /// Makes a string value from bytes (which must be UTF-8): inline (`kRFFISmallStr`) up to 7 bytes,
 /// else a `kRFFIStr` object. Embedded NULs are kept. `*out` receives an owned value.
@@ -23,15 +12,8 @@ pub unsafe extern "C" fn RFFIStringFromByteArray(
     input: *const RFFIByteArray,
     out: *mut RFFIAny,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIStringFromByteArray";
-        let out = out_ptr(out, F, "out")?;
-        // SAFETY: forwarded contract.
-        let s = unsafe { utf8(input, F, "input") }?;
-        // SAFETY: checked out-pointer.
-        unsafe { put(out, RString::new(s).into()) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::value::RFFIStringFromByteArray(input, out) }
 }
 
 /// Makes a bytes value: inline (`kRFFISmallBytes`) up to 7 bytes, else a `kRFFIBytes` object.
@@ -43,15 +25,8 @@ pub unsafe extern "C" fn RFFIBytesFromByteArray(
     input: *const RFFIByteArray,
     out: *mut RFFIAny,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIBytesFromByteArray";
-        let out = out_ptr(out, F, "out")?;
-        // SAFETY: forwarded contract.
-        let b = unsafe { bytes(input, F, "input") }?;
-        // SAFETY: checked out-pointer.
-        unsafe { put(out, Bytes::new(b).into()) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::value::RFFIBytesFromByteArray(input, out) }
 }
 
 /// Parses a dtype string (`"float32"`, `"int8x4"`, `"bfloat16"`, `"float8_e4m3fn"`, ...). A bad
@@ -64,16 +39,8 @@ pub unsafe extern "C" fn RFFIDataTypeFromString(
     input: *const RFFIByteArray,
     out: *mut DLDataType,
 ) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIDataTypeFromString";
-        let out = out_ptr(out, F, "out")?;
-        // SAFETY: forwarded contract.
-        let s = unsafe { utf8(input, F, "input") }?;
-        let dt = DataType::parse(s).map_err(|e| Error::value_error(format!("{F}: {e}")))?;
-        // SAFETY: checked out-pointer.
-        unsafe { out.write(dt.raw()) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::value::RFFIDataTypeFromString(input, out) }
 }
 
 /// Prints a dtype as a string value (owned, in `*out`). An invalid dtype is a ValueError.
@@ -82,17 +49,8 @@ pub unsafe extern "C" fn RFFIDataTypeFromString(
 /// `dtype` must be readable; `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn RFFIDataTypeToString(dtype: *const DLDataType, out: *mut RFFIAny) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIDataTypeToString";
-        let out = out_ptr(out, F, "out")?;
-        let dtype = non_null(dtype, F, "dtype")?;
-        // SAFETY: checked readable pointer.
-        let dt = DataType::from_raw(unsafe { *dtype })
-            .map_err(|e| Error::value_error(format!("{F}: {e}")))?;
-        // SAFETY: checked out-pointer.
-        unsafe { put(out, Any::from(dt.to_string())) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::value::RFFIDataTypeToString(dtype, out) }
 }
 
 /// Converts a borrowed value into an owned one: a raw C string becomes a String value, a byte
@@ -102,14 +60,6 @@ pub unsafe extern "C" fn RFFIDataTypeToString(dtype: *const DLDataType, out: *mu
 /// `view` must be a valid value; `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn RFFIAnyViewToOwnedAny(view: *const RFFIAny, out: *mut RFFIAny) -> i32 {
-    guard(|| {
-        const F: &str = "RFFIAnyViewToOwnedAny";
-        let out = out_ptr(out, F, "out")?;
-        let view = non_null(view, F, "view")?;
-        // SAFETY: a valid value per the contract, alive for this call.
-        let owned = unsafe { AnyView::from_raw(*view) }.to_owned()?;
-        // SAFETY: checked out-pointer.
-        unsafe { put(out, owned) };
-        Ok(())
-    })
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::value::RFFIAnyViewToOwnedAny(view, out) }
 }

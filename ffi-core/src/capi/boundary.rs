@@ -1,14 +1,14 @@
 //! The boundary every C entry point goes through: panics and errors become `-1` with the error
 //! in the thread-local slot, and pointers are checked before use.
 
-use rffi_core::abi::RFFIByteArray;
-use rffi_core::error::set_raised;
-use rffi_core::{Error, Result};
+use crate::abi::RFFIByteArray;
+use crate::error::set_raised;
+use crate::{Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `body`; 0 on success, -1 with the error raised on failure or panic.
 #[inline]
-pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> i32 {
+pub fn guard(body: impl FnOnce() -> Result<()>) -> i32 {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
@@ -24,7 +24,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> i32 {
 
 /// A non-null pointer, or a ValueError naming the entry point and the argument.
 #[inline]
-pub(crate) fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<*const T> {
+pub fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<*const T> {
     if p.is_null() {
         Err(Error::value_error(format!("{func}: `{arg}` is NULL")))
     } else {
@@ -34,7 +34,7 @@ pub(crate) fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<*const T
 
 /// A writable out-pointer, or a ValueError.
 #[inline]
-pub(crate) fn out_ptr<T>(p: *mut T, func: &str, arg: &str) -> Result<*mut T> {
+pub fn out_ptr<T>(p: *mut T, func: &str, arg: &str) -> Result<*mut T> {
     non_null(p, func, arg).map(|p| p.cast_mut())
 }
 
@@ -42,11 +42,7 @@ pub(crate) fn out_ptr<T>(p: *mut T, func: &str, arg: &str) -> Result<*mut T> {
 ///
 /// # Safety
 /// A non-null `ba` must point to a byte array whose `data` has `size` readable bytes.
-pub(crate) unsafe fn bytes<'a>(
-    ba: *const RFFIByteArray,
-    func: &str,
-    arg: &str,
-) -> Result<&'a [u8]> {
+pub unsafe fn bytes<'a>(ba: *const RFFIByteArray, func: &str, arg: &str) -> Result<&'a [u8]> {
     let ba = non_null(ba, func, arg)?;
     // SAFETY: checked non-null; the caller promises a valid byte array.
     let ba = unsafe { &*ba };
@@ -73,7 +69,7 @@ pub(crate) unsafe fn bytes<'a>(
 ///
 /// # Safety
 /// As `bytes`.
-pub(crate) unsafe fn utf8<'a>(ba: *const RFFIByteArray, func: &str, arg: &str) -> Result<&'a str> {
+pub unsafe fn utf8<'a>(ba: *const RFFIByteArray, func: &str, arg: &str) -> Result<&'a str> {
     // SAFETY: forwarded contract.
     let b = unsafe { bytes(ba, func, arg) }?;
     std::str::from_utf8(b)
@@ -84,7 +80,7 @@ pub(crate) unsafe fn utf8<'a>(ba: *const RFFIByteArray, func: &str, arg: &str) -
 ///
 /// # Safety
 /// A non-null `s` must be NUL-terminated.
-pub(crate) unsafe fn c_str_lossy<'a>(s: *const std::ffi::c_char) -> std::borrow::Cow<'a, str> {
+pub unsafe fn c_str_lossy<'a>(s: *const std::ffi::c_char) -> std::borrow::Cow<'a, str> {
     if s.is_null() {
         return "".into();
     }
