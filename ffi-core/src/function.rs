@@ -365,7 +365,9 @@ plain_results!(
     crate::Bytes,
     crate::Array,
     crate::Map,
-    crate::Shape
+    crate::Shape,
+    crate::Tensor,
+    crate::TensorMut
 );
 
 /// Closures callable with converted arguments; implemented for `Fn(A0, .., An) -> R`, n <= 8.

@@ -19,7 +19,9 @@ pub mod map;
 pub mod object;
 pub mod registry;
 pub mod shape;
+pub mod stream;
 pub mod string;
+pub mod tensor;
 mod testing;
 pub mod type_table;
 
@@ -36,6 +38,7 @@ pub use registry::{
 };
 pub use shape::Shape;
 pub use string::{Bytes, RString};
+pub use tensor::{Tensor, TensorMut};
 
 #[doc(hidden)]
 pub use inventory;

@@ -10,4 +10,5 @@ pub mod boundary;
 pub mod error;
 pub mod function;
 pub mod object;
+pub mod tensor;
 pub mod value;

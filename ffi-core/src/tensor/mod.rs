@@ -1,0 +1,696 @@
+//! Tensors: the `Tensor` object (type index 70, `"ffi.Tensor"`), zero-copy DLPack import and
+//! export, allocation (built-in CPU allocator or a host-installed environment allocator), views,
+//! and conversion from function arguments.
+//!
+//! Layout: the object header, then a `DLTensor` at offset 24, exactly as tvm-ffi lays out its
+//! `TensorObj`, so foreign readers find the tensor at `obj + 24`. Tensors made here keep private
+//! fields after the `DLTensor` (what to release, flags) and store `shape` and `strides` in place
+//! after those; `strides` is always filled. A Tensor made by another library (tvm-ffi, or a plugin
+//! with its own copy of this crate) is recognised by its deleter and read through the `DLTensor`
+//! only: it has no rffi flags, so it is never read-only or borrowed here.
+//!
+//! Arguments: a function taking `Tensor` accepts a Tensor object and a borrowed `DLTensor*`
+//! (`kRFFIDLTensorPtr`). The latter becomes a *borrowed* Tensor (`is_borrowed()`): a fresh object
+//! holding a copy of the `DLTensor` with its own shape and strides, and nothing to release. Its
+//! data belongs to the caller and is valid only during the call; a callee that keeps the tensor
+//! after returning (returns it, stores it) must copy the data instead.
+
+mod abi;
+pub(crate) mod alloc;
+pub(crate) mod dlpack;
+mod testing;
+mod view;
+
+pub use abi::{RFFIDLPackManagedTensorAllocator, RFFIDLPackSetError, RFFITensorObject};
+pub use alloc::{env_allocator, set_env_allocator};
+
+use crate::abi::*;
+use crate::any::{Any, AnyView, FromAny, TypeMismatch};
+use crate::error::{Error, Result};
+use crate::object::{alloc_with_tail, ObjectRef, ObjectType};
+use crate::type_table::type_name;
+use crate::{DataType, Device};
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::alloc::Layout;
+
+/// An owned reference to a Tensor object (type index 70).
+#[derive(Clone)]
+#[repr(transparent)]
+pub struct Tensor(ObjectRef);
+
+/// Flag bits of tensors made here.
+const FLAG_READ_ONLY: u8 = 1;
+const FLAG_BORROWED: u8 = 2;
+
+/// What a tensor releases when its last reference dies.
+pub(crate) enum Owner {
+    /// A view of a caller's `DLTensor*`: nothing (the data is the caller's).
+    Borrowed,
+    /// A DLPack 1.x import: its deleter runs once.
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    /// A legacy DLPack import: its deleter runs once.
+    Legacy(NonNull<DLManagedTensor>),
+    /// Memory from the built-in CPU allocator.
+    Builtin { data: NonNull<u8>, layout: Layout },
+    /// A view: keeps the source tensor (and so its data) alive.
+    View(ObjectRef),
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        match *self {
+            Owner::Borrowed | Owner::View(_) => {}
+            Owner::Versioned(m) => {
+                // SAFETY: the producer handed the managed tensor over on import; this is the one
+                // place its deleter runs, once, as DLPack requires. A NULL deleter means "nothing
+                // to free".
+                unsafe {
+                    if let Some(d) = (*m.as_ptr()).deleter {
+                        d(m.as_ptr());
+                    }
+                }
+            }
+            Owner::Legacy(m) => {
+                // SAFETY: as for `Versioned`.
+                unsafe {
+                    if let Some(d) = (*m.as_ptr()).deleter {
+                        d(m.as_ptr());
+                    }
+                }
+            }
+            Owner::Builtin { data, layout } => {
+                // SAFETY: allocated by `alloc::builtin_alloc` with exactly this layout.
+                unsafe { std::alloc::dealloc(data.as_ptr(), layout) }
+            }
+        }
+    }
+}
+
+/// Body of tensors made here: the ABI prefix, then private fields, then `2 * tail_ndim` int64
+/// (shape, then strides).
+#[repr(C)]
+pub(crate) struct TensorObj {
+    base: RFFITensorObject,
+    /// ndim the tail was sized for; kept apart from `base.dl_tensor.ndim`, which foreign code can
+    /// write through the pointer `RFFITensorGetDLTensorPtr` hands out.
+    tail_ndim: usize,
+    flags: u8,
+    owner: Owner,
+}
+
+fn tensor_layout(ndim: usize) -> Layout {
+    // ndim comes from an i32, so the tail is below 32 GiB and the layout always exists.
+    Layout::from_size_align(
+        size_of::<TensorObj>() + 2 * ndim * size_of::<i64>(),
+        align_of::<TensorObj>(),
+    )
+    .expect("tensor layout")
+}
+
+unsafe extern "C" fn tensor_deleter(obj: *mut c_void, flags: i32) {
+    let t = obj.cast::<TensorObj>();
+    if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
+        // SAFETY: the protocol calls this once with the strong bit while the body is live; the
+        // owner is the only field that needs dropping.
+        unsafe { core::ptr::drop_in_place(&raw mut (*t).owner) };
+    }
+    if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
+        // SAFETY: made by `TensorParts::build` with `tensor_layout(tail_ndim)`; `tail_ndim` is a
+        // plain integer, still readable after the owner was dropped.
+        unsafe { std::alloc::dealloc(obj.cast(), tensor_layout((*t).tail_ndim)) };
+    }
+}
+
+/// Everything a new tensor object needs; `shape`/`strides` are copied into the object.
+pub(crate) struct TensorParts<'a> {
+    pub data: *mut c_void,
+    pub device: Device,
+    pub dtype: DataType,
+    pub shape: &'a [i64],
+    /// `None`: compact row-major strides are computed.
+    pub strides: Option<&'a [i64]>,
+    pub byte_offset: u64,
+    pub read_only: bool,
+    pub borrowed: bool,
+    pub owner: Owner,
+}
+
+impl TensorParts<'_> {
+    /// Builds the object. The caller has validated the parts (`shape.len()` fits in i32, shape
+    /// entries non-negative, `strides` of the same length).
+    pub(crate) fn build(self) -> Tensor {
+        let n = self.shape.len();
+        debug_assert!(i32::try_from(n).is_ok());
+        debug_assert!(self.strides.is_none_or(|s| s.len() == n));
+        let flags = (if self.read_only { FLAG_READ_ONLY } else { 0 })
+            | (if self.borrowed { FLAG_BORROWED } else { 0 });
+        // SAFETY: `init` writes every field after the header and the whole tail; the deleter
+        // drops the owner and frees `tensor_layout(n)`, the layout allocated here.
+        let obj = unsafe {
+            alloc_with_tail(kRFFITensor, tensor_layout(n), tensor_deleter, |tail| {
+                let t = tail.sub(size_of::<RFFIObject>()).cast::<TensorObj>();
+                let shape = t.add(1).cast::<i64>();
+                let strides = shape.add(n);
+                core::ptr::copy_nonoverlapping(self.shape.as_ptr(), shape, n);
+                match self.strides {
+                    Some(s) => core::ptr::copy_nonoverlapping(s.as_ptr(), strides, n),
+                    None => fill_compact_strides(
+                        self.shape,
+                        core::slice::from_raw_parts_mut(strides, n),
+                    ),
+                }
+                (&raw mut (*t).base.dl_tensor).write(DLTensor {
+                    data: self.data,
+                    device: self.device.raw(),
+                    ndim: n as i32,
+                    dtype: self.dtype.raw(),
+                    shape,
+                    strides,
+                    byte_offset: self.byte_offset,
+                });
+                (&raw mut (*t).tail_ndim).write(n);
+                (&raw mut (*t).flags).write(flags);
+                (&raw mut (*t).owner).write(self.owner);
+            })
+        };
+        Tensor(obj)
+    }
+}
+
+/// Compact row-major strides (in elements). Dimensions of size 0 count as 1, as PyTorch does, and
+/// the product saturates: both only matter for tensors without elements, where any stride is valid.
+pub(crate) fn fill_compact_strides(shape: &[i64], strides: &mut [i64]) {
+    let mut acc: i64 = 1;
+    for (st, &dim) in strides.iter_mut().zip(shape).rev() {
+        *st = acc;
+        acc = acc.saturating_mul(dim.max(1));
+    }
+}
+
+/// Number of elements, or `None` if it does not fit in i64. Dimensions must be non-negative.
+pub(crate) fn checked_numel(shape: &[i64]) -> Option<i64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))
+}
+
+/// Contiguity as tvm-ffi and PyTorch define it: compact row-major strides, ignoring dimensions of
+/// size 1 (their stride is arbitrary); a tensor without elements is contiguous.
+pub(crate) fn is_contiguous_parts(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for (&dim, &st) in shape.iter().zip(strides).rev() {
+        if dim == 1 {
+            continue;
+        }
+        if st != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(dim);
+    }
+    true
+}
+
+/// Whether `data + byte_offset` of a tensor on `device` is aligned: by address on devices whose
+/// pointers are addresses, by `byte_offset` alone on the others (OpenCL, Vulkan, ... hand out
+/// opaque handles), as tvm-ffi checks it.
+pub(crate) fn is_aligned_parts(
+    data: *mut c_void,
+    byte_offset: u64,
+    device: i32,
+    alignment: usize,
+) -> bool {
+    if alignment <= 1 {
+        return true;
+    }
+    let direct = device <= kDLCUDAHost
+        || device == kDLCUDAManaged
+        || device == kDLROCM
+        || device == kDLROCMHost;
+    if direct {
+        (data as usize as u64).wrapping_add(byte_offset) % alignment as u64 == 0
+    } else {
+        byte_offset % alignment as u64 == 0
+    }
+}
+
+impl Tensor {
+    /// The `DLTensor` at offset 24.
+    #[inline]
+    pub fn dl_tensor(&self) -> &DLTensor {
+        // SAFETY: every Tensor object (ours or foreign) holds a DLTensor at offset 24, alive as
+        // long as our reference.
+        unsafe { &*self.0.cell_ptr::<DLTensor>() }
+    }
+
+    /// The `DLTensor` pointer handed to C (`RFFITensorGetDLTensorPtr`, kernel arguments).
+    #[inline]
+    pub fn as_dltensor_ptr(&self) -> *mut DLTensor {
+        self.0.cell_ptr::<DLTensor>()
+    }
+
+    /// The private body, if this runtime made the tensor.
+    #[inline]
+    fn own_body(&self) -> Option<&TensorObj> {
+        // SAFETY: reading the header of a live object; a deleter equal to ours marks a body laid
+        // out as `TensorObj` by `TensorParts::build`.
+        unsafe {
+            let header = &*self.0.as_ptr();
+            let ours: unsafe extern "C" fn(*mut c_void, i32) = tensor_deleter;
+            header
+                .deleter
+                .is_some_and(|d| core::ptr::fn_addr_eq(d, ours))
+                .then(|| &*self.0.as_ptr().cast::<TensorObj>())
+        }
+    }
+
+    /// Number of dimensions.
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.dl_tensor().ndim.max(0) as usize
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[i64] {
+        let dl = self.dl_tensor();
+        let n = self.ndim();
+        if n == 0 || dl.shape.is_null() {
+            return &[];
+        }
+        // SAFETY: a Tensor's shape holds ndim entries owned by the object.
+        unsafe { core::slice::from_raw_parts(dl.shape, n) }
+    }
+
+    /// The strides, in elements (always filled: compact strides when the producer gave none).
+    pub fn strides(&self) -> &[i64] {
+        let dl = self.dl_tensor();
+        let n = self.ndim();
+        if n == 0 || dl.strides.is_null() {
+            // Only a foreign object breaking the ABI's "strides always filled" rule gets here;
+            // `from_object` wraps such objects, so this is unreachable from safe code.
+            return &[];
+        }
+        // SAFETY: as for `shape`.
+        unsafe { core::slice::from_raw_parts(dl.strides, n) }
+    }
+
+    /// The element type.
+    #[inline]
+    pub fn dtype(&self) -> DataType {
+        DataType(self.dl_tensor().dtype)
+    }
+
+    /// The device the data lives on.
+    #[inline]
+    pub fn device(&self) -> Device {
+        Device(self.dl_tensor().device)
+    }
+
+    /// Number of elements (1 for a 0-d tensor).
+    pub fn numel(&self) -> i64 {
+        self.shape().iter().product()
+    }
+
+    /// Bytes the elements take when packed (sub-byte types rounded up to whole bytes).
+    pub fn nbytes(&self) -> usize {
+        let bits =
+            self.numel() as u128 * self.dtype().bits() as u128 * self.dtype().lanes() as u128;
+        bits.div_ceil(8) as usize
+    }
+
+    /// The `data` field: the start of the allocation, *without* `byte_offset` (as in DLPack and
+    /// tvm-ffi). See [`Tensor::element_ptr`].
+    #[inline]
+    pub fn data_ptr(&self) -> *mut c_void {
+        self.dl_tensor().data
+    }
+
+    /// Offset of the first element from `data_ptr()`, in bytes.
+    #[inline]
+    pub fn byte_offset(&self) -> u64 {
+        self.dl_tensor().byte_offset
+    }
+
+    /// Address of the first element: `data_ptr() + byte_offset()` (meaningful on devices whose
+    /// pointers are addresses).
+    #[inline]
+    pub fn element_ptr(&self) -> *mut c_void {
+        let dl = self.dl_tensor();
+        dl.data
+            .cast::<u8>()
+            .wrapping_add(dl.byte_offset as usize)
+            .cast()
+    }
+
+    /// Compact row-major layout (dimensions of size 1 ignored; empty tensors are contiguous).
+    pub fn is_contiguous(&self) -> bool {
+        is_contiguous_parts(self.shape(), self.strides())
+    }
+
+    /// Whether `data + byte_offset` is aligned to `alignment` bytes (see `require_alignment`).
+    pub fn is_aligned(&self, alignment: usize) -> bool {
+        let dl = self.dl_tensor();
+        is_aligned_parts(dl.data, dl.byte_offset, dl.device.device_type, alignment)
+    }
+
+    /// Whether the producer marked the data read-only (`DLPACK_FLAG_BITMASK_READ_ONLY`); views
+    /// inherit it. Functions that write take [`TensorMut`], which refuses such tensors.
+    #[inline]
+    pub fn read_only(&self) -> bool {
+        self.own_body()
+            .is_some_and(|b| b.flags & FLAG_READ_ONLY != 0)
+    }
+
+    /// Whether this tensor views a caller's borrowed `DLTensor*` (a `kRFFIDLTensorPtr` argument):
+    /// its data is valid only during the call that received it.
+    #[inline]
+    pub fn is_borrowed(&self) -> bool {
+        self.own_body()
+            .is_some_and(|b| b.flags & FLAG_BORROWED != 0)
+    }
+
+    /// The data pointer for writing, or a ValueError if the tensor is read-only.
+    pub fn data_ptr_mut(&self) -> Result<*mut c_void> {
+        if self.read_only() {
+            return Err(Error::value_error(format!(
+                "cannot write to a read-only tensor ({self:?})"
+            )));
+        }
+        Ok(self.data_ptr())
+    }
+
+    pub fn as_object(&self) -> &ObjectRef {
+        &self.0
+    }
+
+    pub fn as_raw(&self) -> *mut RFFIObject {
+        self.0.as_ptr()
+    }
+
+    /// Pointer identity.
+    pub fn same_as(&self, other: &Tensor) -> bool {
+        self.0.same_as(&other.0)
+    }
+
+    /// A borrowed Tensor over a caller's `DLTensor` (what a `kRFFIDLTensorPtr` argument becomes):
+    /// the fields are validated and copied, `shape` and `strides` into the new object, and nothing
+    /// is released when it dies.
+    ///
+    /// # Safety
+    /// `dl` must point to a `DLTensor` whose `shape` (and non-NULL `strides`) hold `ndim` entries.
+    /// The data must stay valid as long as the returned tensor is used.
+    pub unsafe fn from_dltensor_borrowed(dl: NonNull<DLTensor>) -> Result<Tensor> {
+        // SAFETY: forwarded contract.
+        unsafe { dlpack::borrow_dltensor(dl.as_ref()) }
+            .map_err(|e| Error::value_error(format!("Tensor::from_dltensor_borrowed: {e}")))
+    }
+}
+
+impl core::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={}",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )?;
+        if !self.is_contiguous() {
+            write!(f, ", strides={:?}", self.strides())?;
+        }
+        if self.read_only() {
+            write!(f, ", read_only")?;
+        }
+        write!(f, ")")
+    }
+}
+
+// SAFETY: `Tensor` is `#[repr(transparent)]` over ObjectRef and only built from objects of index
+// `kRFFITensor` (checked in `from_object`).
+unsafe impl ObjectType for Tensor {
+    const TYPE_KEY: &'static str = "ffi.Tensor";
+
+    #[inline]
+    fn type_index() -> i32 {
+        kRFFITensor
+    }
+
+    #[inline]
+    fn as_object(&self) -> &ObjectRef {
+        &self.0
+    }
+
+    #[inline]
+    unsafe fn from_object_unchecked(obj: ObjectRef) -> Self {
+        Tensor(obj)
+    }
+
+    /// Checks the type index. A foreign Tensor whose `strides` is NULL (the ABI says it never is,
+    /// but a producer may break the rule) is wrapped in a view of ours with compact strides, so
+    /// `strides()` can always return the real strides.
+    fn from_object(obj: ObjectRef) -> Result<Self, ObjectRef> {
+        if obj.type_index() != kRFFITensor {
+            return Err(obj);
+        }
+        let t = Tensor(obj);
+        let dl = t.dl_tensor();
+        if dl.ndim > 0 && dl.strides.is_null() && t.own_body().is_none() {
+            return Ok(view::wrap_foreign_without_strides(t));
+        }
+        Ok(t)
+    }
+
+    fn into_object(self) -> ObjectRef {
+        self.0
+    }
+}
+
+impl FromAny for Tensor {
+    const EXPECTED: &'static str = "ffi.Tensor";
+
+    /// A Tensor object, an rvalue reference to one, or a borrowed `DLTensor*` (see the module
+    /// docs for the lifetime of the latter).
+    fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
+        let raw = v.as_raw();
+        match raw.type_index {
+            kRFFIDLTensorPtr => {
+                // SAFETY: a DLTensorPtr value keeps a `DLTensor*` in v_ptr.
+                let p = unsafe { raw.v.v_ptr }.cast::<DLTensor>();
+                let Some(p) = NonNull::new(p) else {
+                    return Err(TypeMismatch {
+                        expected: Self::EXPECTED,
+                        actual: "DLTensor* (NULL)".into(),
+                    });
+                };
+                // SAFETY: the caller passes a valid DLTensor for the duration of the call.
+                unsafe { dlpack::borrow_dltensor(p.as_ref()) }.map_err(|e| TypeMismatch {
+                    expected: Self::EXPECTED,
+                    actual: format!("an invalid DLTensor* ({e})"),
+                })
+            }
+            _ => {
+                let obj = ObjectRef::from_any(v).map_err(|mut m| {
+                    m.expected = Self::EXPECTED;
+                    m
+                })?;
+                Tensor::from_object(obj).map_err(|o| TypeMismatch {
+                    expected: Self::EXPECTED,
+                    actual: type_name(o.type_index()),
+                })
+            }
+        }
+    }
+}
+
+impl From<Tensor> for Any {
+    fn from(t: Tensor) -> Any {
+        Any::from(t.0)
+    }
+}
+
+impl From<&Tensor> for Any {
+    fn from(t: &Tensor) -> Any {
+        Any::from(t.0.clone())
+    }
+}
+
+/// A tensor argument the function writes to: converts like [`Tensor`] but refuses read-only
+/// tensors, so a read-only import cannot be modified through a typed function.
+#[derive(Clone, Debug)]
+pub struct TensorMut(Tensor);
+
+impl TensorMut {
+    /// `t` if it is writable, else a ValueError.
+    pub fn new(t: Tensor) -> Result<TensorMut> {
+        t.data_ptr_mut()?;
+        Ok(TensorMut(t))
+    }
+
+    pub fn into_inner(self) -> Tensor {
+        self.0
+    }
+}
+
+impl core::ops::Deref for TensorMut {
+    type Target = Tensor;
+    fn deref(&self) -> &Tensor {
+        &self.0
+    }
+}
+
+impl FromAny for TensorMut {
+    const EXPECTED: &'static str = "writable ffi.Tensor";
+    fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
+        let t = Tensor::from_any(v).map_err(|mut m| {
+            m.expected = Self::EXPECTED;
+            m
+        })?;
+        if t.read_only() {
+            return Err(TypeMismatch {
+                expected: Self::EXPECTED,
+                actual: "read-only ffi.Tensor".into(),
+            });
+        }
+        Ok(TensorMut(t))
+    }
+}
+
+impl From<TensorMut> for Any {
+    fn from(t: TensorMut) -> Any {
+        Any::from(t.0)
+    }
+}
+
+/// Rust element types with a fixed DLPack data type, for copying data in and out of CPU tensors.
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`, and `DTYPE` must
+/// describe exactly that size (tensor memory is reinterpreted as `[Self]`).
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DataType;
+}
+
+macro_rules! elements {
+    ($($t:ty => $dt:expr),*) => {$(
+        // SAFETY: a plain integer or float type, for which every bit pattern is valid, and the
+        // data type of its exact size.
+        unsafe impl Element for $t {
+            const DTYPE: DataType = $dt;
+        }
+    )*};
+}
+elements!(
+    i8 => DataType::int(8), i16 => DataType::int(16), i32 => DataType::int(32),
+    i64 => DataType::int(64), u8 => DataType::uint(8), u16 => DataType::uint(16),
+    u32 => DataType::uint(32), u64 => DataType::uint(64), f32 => DataType::float(32),
+    f64 => DataType::float(64)
+);
+
+/// Device types whose memory the host can read and write directly.
+fn host_accessible(device: Device) -> bool {
+    matches!(
+        device.device_type(),
+        kDLCPU | kDLCUDAHost | kDLROCMHost | kDLCUDAManaged
+    )
+}
+
+impl Tensor {
+    /// A new CPU tensor holding a copy of `data`, with the given shape (built-in allocator).
+    pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<Tensor> {
+        let t = Tensor::alloc_cpu(shape, T::DTYPE)?;
+        if t.numel() as usize != data.len() {
+            return Err(Error::value_error(format!(
+                "Tensor::from_slice: shape {shape:?} has {} elements but {} values were given",
+                t.numel(),
+                data.len()
+            )));
+        }
+        if !data.is_empty() {
+            // SAFETY: a fresh compact CPU tensor of exactly `data.len()` elements of `T`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(data.as_ptr(), t.element_ptr().cast(), data.len())
+            };
+        }
+        Ok(t)
+    }
+
+    fn check_host_elements<T: Element>(&self, func: &str) -> Result<()> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::type_error(format!(
+                "{func}: tensor has dtype {} but {} was requested",
+                self.dtype(),
+                T::DTYPE
+            )));
+        }
+        if !host_accessible(self.device()) {
+            return Err(Error::value_error(format!(
+                "{func}: tensor is on {}, not in host memory",
+                self.device()
+            )));
+        }
+        if self.numel() > 0 && self.element_ptr() as usize % align_of::<T>() != 0 {
+            return Err(Error::value_error(format!(
+                "{func}: first element at {:p} is not aligned for {}",
+                self.element_ptr(),
+                T::DTYPE
+            )));
+        }
+        Ok(())
+    }
+
+    /// The elements of a contiguous host tensor, borrowed.
+    ///
+    /// # Safety
+    /// Nobody may write the data (through another Tensor sharing it, C code, a kernel) while the
+    /// slice is alive.
+    pub unsafe fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_host_elements::<T>("Tensor::as_slice")?;
+        if !self.is_contiguous() {
+            return Err(Error::value_error(format!(
+                "Tensor::as_slice: tensor is not contiguous ({self:?})"
+            )));
+        }
+        let n = self.numel() as usize;
+        if n == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: a contiguous host tensor of `n` elements of `T` (dtype checked), aligned; the
+        // caller rules out concurrent writes.
+        Ok(unsafe { core::slice::from_raw_parts(self.element_ptr().cast(), n) })
+    }
+
+    /// The elements of a contiguous, writable host tensor, mutably borrowed.
+    ///
+    /// # Safety
+    /// Nobody else may read or write the data while the slice is alive (Tensors are shared
+    /// references, so the borrow checker cannot see other users of the same buffer).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice<T: Element>(&self) -> Result<&mut [T]> {
+        self.data_ptr_mut()?;
+        // SAFETY: forwarded contract.
+        let s = unsafe { self.as_slice::<T>() }?;
+        // SAFETY: the tensor is writable and the caller guarantees exclusive access.
+        Ok(unsafe { core::slice::from_raw_parts_mut(s.as_ptr().cast_mut(), s.len()) })
+    }
+
+    /// A copy of the elements of a host tensor in row-major order (any strides).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_host_elements::<T>("Tensor::to_vec")?;
+        let n = self.numel() as usize;
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return Ok(out);
+        }
+        let base = self.element_ptr().cast::<T>();
+        view::for_each_offset(self.shape(), self.strides(), |off| {
+            // SAFETY: every offset produced is that of an element of this tensor, which the
+            // producer made readable on the host (device checked above).
+            out.push(unsafe { base.offset(off as isize).read() });
+        });
+        Ok(out)
+    }
+}

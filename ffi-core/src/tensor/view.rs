@@ -1,0 +1,213 @@
+//! Views: tensors sharing another tensor's data (`as_strided`, `slice`), keeping it alive.
+//!
+//! Bounds: a view may only address bytes its source addresses. The runtime cannot know how large
+//! a foreign producer's buffer really is, but it knows the span the source tensor covers, and a
+//! view inside that span is inside the buffer.
+
+use super::{checked_numel, Owner, Tensor, TensorParts, FLAG_BORROWED, FLAG_READ_ONLY};
+use crate::error::{Error, Result};
+use crate::{Device, ObjectRef};
+
+/// Calls `f` with the element offset (in elements, from the first element) of every element, in
+/// row-major order. `shape` must have no zero dimension (the caller skips empty tensors).
+pub(crate) fn for_each_offset(shape: &[i64], strides: &[i64], mut f: impl FnMut(i64)) {
+    let n = shape.len();
+    let mut index = vec![0i64; n];
+    let mut offset = 0i64;
+    loop {
+        f(offset);
+        // Odometer: bump the last axis, carrying into earlier ones.
+        let mut axis = n;
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            offset += strides[axis];
+            if index[axis] < shape[axis] {
+                break;
+            }
+            offset -= strides[axis] * shape[axis];
+            index[axis] = 0;
+        }
+    }
+}
+
+/// The bytes `[lo, hi)` relative to `data` that a tensor addresses, or `None` if it has no
+/// elements. i128 cannot overflow for shapes and strides of i64 and offsets of u64.
+fn byte_span(shape: &[i64], strides: &[i64], byte_offset: u64, elem: i128) -> Option<(i128, i128)> {
+    if shape.contains(&0) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0i128, 0i128);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let reach = (d as i128 - 1) * s as i128;
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    let base = byte_offset as i128;
+    Some((base + lo * elem, base + (hi + 1) * elem))
+}
+
+impl Tensor {
+    /// Bytes per element for views, or a ValueError for sub-byte types (their elements have no
+    /// byte address).
+    fn view_element_size(&self, func: &str) -> Result<i128> {
+        let bits = self.dtype().bits() as u32 * self.dtype().lanes() as u32;
+        if bits % 8 != 0 {
+            return Err(Error::value_error(format!(
+                "{func}: views of {} tensors are not supported (elements smaller than a byte)",
+                self.dtype()
+            )));
+        }
+        Ok((bits / 8) as i128)
+    }
+
+    /// The object a view should keep alive: the root of a chain of views, so views of views do
+    /// not pile up references.
+    fn view_root(&self) -> ObjectRef {
+        match self.own_body().map(|b| &b.owner) {
+            Some(Owner::View(root)) => root.clone(),
+            _ => self.as_object().clone(),
+        }
+    }
+
+    /// A view with the given shape, strides (in elements) and byte offset (from `data_ptr()`, as
+    /// in DLPack), sharing this tensor's data and keeping it alive. Read-only and borrowed
+    /// tensors give read-only and borrowed views. The view must stay within the bytes this
+    /// tensor addresses (ValueError otherwise).
+    pub fn as_strided(&self, shape: &[i64], strides: &[i64], byte_offset: u64) -> Result<Tensor> {
+        self.view("Tensor::as_strided", shape, strides, byte_offset)
+    }
+
+    fn view(&self, func: &str, shape: &[i64], strides: &[i64], byte_offset: u64) -> Result<Tensor> {
+        if shape.len() != strides.len() {
+            return Err(Error::value_error(format!(
+                "{func}: shape has {} dimensions but strides has {}",
+                shape.len(),
+                strides.len()
+            )));
+        }
+        if i32::try_from(shape.len()).is_err() {
+            return Err(Error::value_error(format!(
+                "{func}: {} dimensions is more than a DLTensor can hold",
+                shape.len()
+            )));
+        }
+        if let Some(i) = shape.iter().position(|&d| d < 0) {
+            return Err(Error::value_error(format!(
+                "{func}: `shape[{i}]` is negative ({})",
+                shape[i]
+            )));
+        }
+        if checked_numel(shape).is_none() {
+            return Err(Error::value_error(format!(
+                "{func}: `shape` {shape:?} has more than 2^63-1 elements"
+            )));
+        }
+        let elem = self.view_element_size(func)?;
+        if let Some((lo, hi)) = byte_span(shape, strides, byte_offset, elem) {
+            let source = byte_span(self.shape(), self.strides(), self.byte_offset(), elem);
+            if !source.is_some_and(|(slo, shi)| slo <= lo && hi <= shi) {
+                let source = source.map_or("none (it has no elements)".to_owned(), |(a, b)| {
+                    format!("[{a}, {b})")
+                });
+                return Err(Error::value_error(format!(
+                    "{func}: the view (shape {shape:?}, strides {strides:?}, byte_offset \
+                     {byte_offset}) addresses bytes [{lo}, {hi}) of the data, outside the \
+                     source's bytes {source}"
+                )));
+            }
+        }
+        let flags = self.own_body().map_or(0, |b| b.flags);
+        Ok(TensorParts {
+            data: self.data_ptr(),
+            device: self.device(),
+            dtype: self.dtype(),
+            shape,
+            strides: Some(strides),
+            byte_offset,
+            read_only: flags & FLAG_READ_ONLY != 0,
+            borrowed: flags & FLAG_BORROWED != 0,
+            owner: Owner::View(self.view_root()),
+        }
+        .build())
+    }
+
+    /// Elements `start..stop` along `axis` (see [`Tensor::slice_step`]).
+    pub fn slice(&self, axis: i64, start: i64, stop: i64) -> Result<Tensor> {
+        self.slice_step(axis, start, stop, 1)
+    }
+
+    /// A view of every `step`-th element in `start..stop` along `axis`, with Python's rules:
+    /// negative `axis`, `start` and `stop` count from the end, `start`/`stop` are clamped to the
+    /// dimension (so `i64::MAX` means "to the end"), and an empty range gives an empty view. The
+    /// axis must exist (IndexError) and `step` must be positive (ValueError).
+    pub fn slice_step(&self, axis: i64, start: i64, stop: i64, step: i64) -> Result<Tensor> {
+        const F: &str = "Tensor::slice";
+        let ndim = self.ndim() as i64;
+        let ax = if axis < 0 { axis + ndim } else { axis };
+        if !(0..ndim).contains(&ax) {
+            return Err(Error::index_error(format!(
+                "{F}: axis {axis} is out of range for a {ndim}-d tensor"
+            )));
+        }
+        if step <= 0 {
+            return Err(Error::value_error(format!(
+                "{F}: step must be positive, got {step}"
+            )));
+        }
+        let ax = ax as usize;
+        let dim = self.shape()[ax];
+        let clamp = |i: i64| {
+            let i = if i < 0 { i.saturating_add(dim) } else { i };
+            i.clamp(0, dim)
+        };
+        let (start, stop) = (clamp(start), clamp(stop));
+        let len = if stop > start {
+            (stop - start - 1) / step + 1
+        } else {
+            0
+        };
+        let elem = self.view_element_size(F)?;
+        let mut shape = self.shape().to_vec();
+        let mut strides = self.strides().to_vec();
+        let mut byte_offset = self.byte_offset();
+        if len > 0 {
+            let delta = start as i128 * strides[ax] as i128 * elem + byte_offset as i128;
+            byte_offset = u64::try_from(delta).map_err(|_| {
+                Error::value_error(format!(
+                    "{F}: the slice starts at byte {delta}, outside the range of byte_offset"
+                ))
+            })?;
+        }
+        shape[ax] = len;
+        // With at most one element left along the axis, its stride is never used.
+        strides[ax] = if len > 1 {
+            strides[ax].saturating_mul(step)
+        } else {
+            strides[ax]
+        };
+        self.view(F, &shape, &strides, byte_offset)
+    }
+}
+
+/// Wraps a foreign Tensor whose `strides` is NULL in a view of ours with compact strides.
+pub(crate) fn wrap_foreign_without_strides(t: Tensor) -> Tensor {
+    TensorParts {
+        data: t.data_ptr(),
+        device: Device(t.dl_tensor().device),
+        dtype: t.dtype(),
+        shape: t.shape(),
+        strides: None,
+        byte_offset: t.byte_offset(),
+        read_only: false,
+        borrowed: false,
+        owner: Owner::View(t.as_object().clone()),
+    }
+    .build()
+}
