@@ -14,6 +14,7 @@ mod boundary {
 pub mod error;
 pub mod function;
 pub mod object;
+pub mod tensor;
 pub mod value;
 
 pub use rffi_core;

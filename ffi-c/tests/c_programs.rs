@@ -78,3 +78,37 @@ fn core_abi_from_c() {
     ));
     assert!(out.contains(" 0 failed"), "{out}");
 }
+
+#[test]
+fn tensors_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_tensor.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+/// A program that includes the official `<dlpack/dlpack.h>` first (a stand-in with the same
+/// guard and definitions) and then our header, as C11 and as C++11: the header's own DLPack block
+/// must step aside and the API must work with the official types.
+#[test]
+fn header_after_official_dlpack_h() {
+    let include = format!(
+        "-I{}",
+        workspace().join("tests/c/dlpack_official").display()
+    );
+    let out = run(&build(
+        &cc(),
+        "tests/c/dlpack_first.c",
+        &["-std=c11", &include],
+    ));
+    assert!(out.contains("dlpack_first: ok"), "{out}");
+    // Sequential on purpose: both builds write the same executable.
+    let out = run(&build(
+        "c++",
+        "tests/c/dlpack_first.c",
+        &["-x", "c++", "-std=c++11", &include],
+    ));
+    assert!(out.contains("dlpack_first: ok"), "{out}");
+}

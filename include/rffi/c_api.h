@@ -190,6 +190,11 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIBacktraceUpdateModeAppend 1
 
 /**
+ * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
+ */
+#define RFFI_CPU_TENSOR_ALIGNMENT 64
+
+/**
  * Handle to an object: a pointer to its `RFFIObject` header.
  */
 typedef void *RFFIObjectHandle;
@@ -266,6 +271,27 @@ typedef struct RFFIVersion {
 } RFFIVersion;
 
 /**
+ * How an environment allocator reports an error: `set_error(error_ctx, kind, message)` with a
+ * kind such as `"MemoryError"` and a NUL-terminated message, then the allocator returns -1.
+ */
+typedef void (*RFFIDLPackSetError)(void *error_ctx, const char *kind, const char *message);
+
+/**
+ * An environment tensor allocator, with the signature of DLPack's
+ * `DLPackManagedTensorAllocator` (and tvm-ffi's allocator hook): given a `prototype` whose
+ * `shape`, `ndim`, `dtype` and `device` (and, if non-NULL, `strides`) describe the wanted tensor,
+ * it stores a new managed tensor in `*out` and returns 0, or calls `set_error` and returns -1.
+ * rffi takes ownership of `*out` and calls its deleter once when the Tensor dies.
+ *
+ * Named with the `RFFI` prefix so this header does not clash with a dlpack.h that declares
+ * `DLPackManagedTensorAllocator` itself (DLPack >= 1.2).
+ */
+typedef int32_t (*RFFIDLPackManagedTensorAllocator)(DLTensor *prototype,
+                                                    struct DLManagedTensorVersioned **out,
+                                                    void *error_ctx,
+                                                    RFFIDLPackSetError set_error);
+
+/**
  * `kRFFIError`: kind, message and backtrace (most recent call first).
  */
 typedef struct RFFIErrorCell {
@@ -326,6 +352,19 @@ typedef struct RFFIOpaqueObjectCell {
  * `kRFFIStr` / `kRFFIBytes`: the content, NUL-terminated in place after the cell.
  */
 typedef struct RFFIByteArray RFFIStrCell;
+
+/**
+ * A Tensor object (type index `kRFFITensor`) as foreign code reads it: the object header, then
+ * the `DLTensor` at offset 24 (`TVMFFITensorGetDLTensorPtr` is `obj + 24`).
+ *
+ * In every Tensor made by rffi, `strides` is filled (compact strides are computed when a producer
+ * gave NULL) and `shape`/`strides` point into the object itself. rffi keeps private fields after
+ * this prefix; C code must not assume the object is exactly this size.
+ */
+typedef struct RFFITensorObject {
+  struct RFFIObject header;
+  DLTensor dl_tensor;
+} RFFITensorObject;
 
 
 
@@ -526,6 +565,140 @@ int32_t RFFIObjectCreateOpaque(void *handle,
                                int32_t type_index,
                                void (*deleter)(void*),
                                RFFIObjectHandle *out);
+
+/**
+ * Imports a legacy DLPack managed tensor as a Tensor without copying the data.
+ *
+ * Ownership of a non-NULL `from` passes to rffi in every case: on success the producer's deleter
+ * runs once, when the last reference to `*out` is dropped; on failure (bad argument, invalid
+ * tensor) it has already run when -1 is returned. Invalid tensors are ValueErrors naming the
+ * field: NULL data with elements, negative ndim or shape entry, NULL shape with ndim > 0, an
+ * unknown or malformed dtype (lanes 0, ...), an unknown device type.
+ *
+ * `require_alignment` (bytes; 0 for none) rejects data whose `data + byte_offset` is not
+ * aligned; a non-zero `require_contiguous` rejects non-contiguous strides. Both are ValueErrors.
+ *
+ * # Safety
+ * `from` must be NULL or a valid managed tensor not used by the caller afterwards; `out` must be
+ * writable.
+ */
+int32_t RFFITensorFromDLPack(struct DLManagedTensor *from,
+                             int32_t require_alignment,
+                             int32_t require_contiguous,
+                             RFFIObjectHandle *out);
+
+/**
+ * Imports a DLPack 1.x managed tensor as a Tensor without copying the data; as
+ * `RFFITensorFromDLPack`, and also: a major version other than `DLPACK_MAJOR_VERSION` is a
+ * ValueError (the deleter still runs), `DLPACK_FLAG_BITMASK_READ_ONLY` is kept (functions that
+ * write refuse the tensor, and exports carry the flag), and
+ * `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` is refused.
+ *
+ * # Safety
+ * As `RFFITensorFromDLPack`.
+ */
+int32_t RFFITensorFromDLPackVersioned(struct DLManagedTensorVersioned *from,
+                                      int32_t require_alignment,
+                                      int32_t require_contiguous,
+                                      RFFIObjectHandle *out);
+
+/**
+ * Exports a Tensor as a legacy DLPack managed tensor sharing its data. The caller owns `*out` and
+ * must call its deleter once; the deleter releases the reference it holds on the tensor. A
+ * read-only tensor is refused (ValueError): the legacy struct cannot carry the flag.
+ *
+ * # Safety
+ * `from` must be NULL or a live object; `out` must be writable.
+ */
+int32_t RFFITensorToDLPack(RFFIObjectHandle from, struct DLManagedTensor **out);
+
+/**
+ * Exports a Tensor as a DLPack 1.x managed tensor sharing its data, stamped with this header's
+ * `DLPACK_MAJOR_VERSION.DLPACK_MINOR_VERSION` and the read-only flag. The caller owns `*out` and
+ * must call its deleter once.
+ *
+ * # Safety
+ * `from` must be NULL or a live object; `out` must be writable.
+ */
+int32_t RFFITensorToDLPackVersioned(RFFIObjectHandle from, struct DLManagedTensorVersioned **out);
+
+/**
+ * The `DLTensor` of a Tensor object (at offset 24 of the object, as `RFFITensorObject` shows),
+ * valid as long as the caller's reference. Its `strides` is always filled. Returns NULL with an
+ * error raised if `obj` is NULL (ValueError) or not a Tensor (TypeError).
+ *
+ * # Safety
+ * `obj` must be NULL or a live object.
+ */
+DLTensor *RFFITensorGetDLTensorPtr(RFFIObjectHandle obj);
+
+/**
+ * Allocates a Tensor of `shape` (`ndim` entries), `dtype` on `device`, with compact strides. The
+ * environment allocator (`RFFIEnvSetDLPackManagedTensorAllocator`) makes it when one is set;
+ * otherwise CPU tensors come from the built-in allocator (64-byte aligned, zeroed) and other
+ * devices are a RuntimeError.
+ *
+ * # Safety
+ * `shape` must hold `ndim` entries (it may be NULL when `ndim` is 0); `out` must be writable.
+ */
+int32_t RFFITensorAlloc(const int64_t *shape,
+                        int32_t ndim,
+                        DLDataType dtype,
+                        DLDevice device,
+                        RFFIObjectHandle *out);
+
+/**
+ * Allocates a Tensor like `prototype` (its `shape`, `ndim`, `dtype`, `device`, and `strides` if
+ * not NULL; `data` and `byte_offset` are ignored), as `RFFITensorAlloc` does; tvm-ffi's
+ * `TVMFFIEnvTensorAlloc`. The built-in CPU allocator accepts compact strides only.
+ *
+ * # Safety
+ * `prototype` must be NULL or a valid DLTensor whose arrays hold `ndim` entries; `out` must be
+ * writable.
+ */
+int32_t RFFIEnvTensorAlloc(DLTensor *prototype, RFFIObjectHandle *out);
+
+/**
+ * Sets this thread's current stream for a device (NULL: the default stream) and, if
+ * `opt_out_prev` is not NULL, stores the previous one there. An unknown device type or a
+ * negative index is a ValueError.
+ *
+ * # Safety
+ * `opt_out_prev` must be NULL or writable.
+ */
+int32_t RFFIEnvSetStream(int32_t device_type, int32_t device_id, void *stream, void **opt_out_prev);
+
+/**
+ * This thread's current stream for a device: NULL if none was set (or the device is invalid).
+ *
+ * # Safety
+ * None beyond the C ABI.
+ */
+void *RFFIEnvGetStream(int32_t device_type, int32_t device_id);
+
+/**
+ * Installs the environment tensor allocator for this thread (NULL removes it), and also for the
+ * whole process when `write_to_global_context` is non-zero (threads without their own use it).
+ * If `opt_out_original_allocator` is not NULL it receives the allocator that was in effect on
+ * this thread. Allocations (`RFFITensorAlloc`, `RFFIEnvTensorAlloc`, kernels' outputs) then come
+ * from it, so a host can hand out tensors of its own framework.
+ *
+ * # Safety
+ * `allocator` must follow `RFFIDLPackManagedTensorAllocator` and be callable from any thread
+ * when installed globally; `opt_out_original_allocator` must be NULL or writable.
+ */
+int32_t RFFIEnvSetDLPackManagedTensorAllocator(RFFIDLPackManagedTensorAllocator allocator,
+                                               int32_t write_to_global_context,
+                                               RFFIDLPackManagedTensorAllocator *opt_out_original_allocator);
+
+/**
+ * The environment tensor allocator in effect on this thread (its own, else the process-wide
+ * one), or NULL.
+ *
+ * # Safety
+ * None beyond the C ABI.
+ */
+RFFIDLPackManagedTensorAllocator RFFIEnvGetDLPackManagedTensorAllocator(void);
 
 /**
  * Makes a string value from bytes (which must be UTF-8): inline (`kRFFISmallStr`) up to 7 bytes,

@@ -48,6 +48,26 @@ _Static_assert(sizeof(DLManagedTensorVersioned) == 80, "DLManagedTensorVersioned
 _Static_assert(offsetof(DLManagedTensorVersioned, flags) == 24, "versioned flags");
 _Static_assert(offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "versioned dl_tensor");
 
+/* The Tensor object: the header, then the DLTensor at 24 (TVMFFITensorGetDLTensorPtr is obj + 24). */
+_Static_assert(offsetof(RFFITensorObject, header) == 0, "Tensor header");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor) == 24, "Tensor DLTensor @24");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.data) == 24, "Tensor data @24");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.device) == 32, "Tensor device @32");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.device.device_id) == 36, "Tensor device id @36");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.ndim) == 40, "Tensor ndim @40");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.dtype) == 44, "Tensor dtype @44");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.dtype.lanes) == 46, "Tensor lanes @46");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.shape) == 48, "Tensor shape @48");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.strides) == 56, "Tensor strides @56");
+_Static_assert(offsetof(RFFITensorObject, dl_tensor.byte_offset) == 64, "Tensor byte_offset @64");
+_Static_assert(sizeof(RFFITensorObject) >= 72, "Tensor object at least 72 bytes");
+_Static_assert(kRFFITensor == 70 && kRFFIDLTensorPtr == 7, "tensor type indices");
+_Static_assert(sizeof(RFFIDLPackManagedTensorAllocator) == sizeof(void*), "allocator hook");
+_Static_assert(offsetof(DLManagedTensorVersioned, manager_ctx) == 8, "versioned manager_ctx");
+_Static_assert(offsetof(DLManagedTensorVersioned, deleter) == 16, "versioned deleter");
+_Static_assert(offsetof(DLManagedTensor, manager_ctx) == 48, "legacy manager_ctx");
+_Static_assert(offsetof(DLManagedTensor, deleter) == 56, "legacy deleter");
+
 /* Type indices fixed by the ABI. */
 _Static_assert(kRFFIStr == 65 && kRFFIFunction == 68 && kRFFIArray == 71, "type indices");
 _Static_assert(kRFFISmallStr == 11 && kRFFISmallBytes == 12, "small string indices");

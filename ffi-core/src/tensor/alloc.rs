@@ -19,7 +19,7 @@ use std::alloc::Layout;
 use std::sync::Mutex;
 
 /// Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
-pub const CPU_ALIGNMENT: usize = 64;
+pub const RFFI_CPU_TENSOR_ALIGNMENT: usize = 64;
 
 thread_local! {
     static LOCAL: Cell<RFFIDLPackManagedTensorAllocator> = const { Cell::new(None) };
@@ -85,7 +85,7 @@ fn builtin(shape: &[i64], dtype: DataType, device: Device, func: &str) -> Result
     let bits = numel as u128 * dtype.bits() as u128 * dtype.lanes() as u128;
     let bytes = usize::try_from(bits.div_ceil(8))
         .ok()
-        .filter(|&b| b <= isize::MAX as usize - CPU_ALIGNMENT)
+        .filter(|&b| b <= isize::MAX as usize - RFFI_CPU_TENSOR_ALIGNMENT)
         .ok_or_else(|| {
             Error::new(
                 kind::MEMORY_ERROR,
@@ -94,7 +94,8 @@ fn builtin(shape: &[i64], dtype: DataType, device: Device, func: &str) -> Result
         })?;
     // A tensor without elements still gets a real (one-byte) buffer, so its data pointer is
     // never NULL: some consumers reject NULL data even for empty tensors.
-    let layout = Layout::from_size_align(bytes.max(1), CPU_ALIGNMENT).expect("checked size");
+    let layout =
+        Layout::from_size_align(bytes.max(1), RFFI_CPU_TENSOR_ALIGNMENT).expect("checked size");
     // Zeroed so that safe code never reads uninitialised memory through `to_vec`; for large
     // buffers the zero pages come from the OS at no extra cost.
     // SAFETY: the layout has a non-zero size.

@@ -22,7 +22,7 @@ mod testing;
 mod view;
 
 pub use abi::{RFFIDLPackManagedTensorAllocator, RFFIDLPackSetError, RFFITensorObject};
-pub use alloc::{env_allocator, set_env_allocator};
+pub use alloc::{env_allocator, set_env_allocator, RFFI_CPU_TENSOR_ALIGNMENT};
 
 use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch};
