@@ -19,15 +19,19 @@ check-tools:
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
 ## Build and run every example.
+RUST_PLUGIN := $(LIB_RELEASE)/librffi_example_rust_plugin.so
+C_PLUGIN := $(BUILD)/libc_plugin.so
+
 demo: check-tools
-	$(CARGO) build --release -p rffi-c -p rffi-example-rust-host
+	$(CARGO) build --release -p rffi-c -p rffi-example-rust-host -p rffi-example-rust-plugin
 	@mkdir -p $(BUILD)
+	$(CC) -std=c99 -Wall -Wextra -O2 -shared -fPIC -Iinclude examples/c-plugin/plugin.c -o $(C_PLUGIN)
 	$(CC) -std=c99 -Wall -Wextra -O2 -Iinclude examples/c-host/main.c -o $(BUILD)/c-host \
 	    -L$(LIB_RELEASE) -lrffi -Wl,-rpath,$(LIB_RELEASE)
 	@echo "== C host =="
-	$(BUILD)/c-host
+	$(BUILD)/c-host $(RUST_PLUGIN) $(C_PLUGIN)
 	@echo "== Rust host =="
-	$(TARGET_DIR)/release/rffi-example-rust-host
+	$(TARGET_DIR)/release/rffi-example-rust-host $(RUST_PLUGIN) $(C_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
 test: check-tools fmt-check clippy rust-test

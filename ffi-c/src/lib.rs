@@ -13,6 +13,7 @@ mod boundary {
 }
 pub mod error;
 pub mod function;
+pub mod module;
 pub mod object;
 pub mod tensor;
 pub mod value;

@@ -72,3 +72,14 @@ pub unsafe extern "C" fn RFFIObjectCreateOpaque(
     // SAFETY: the same contract, forwarded.
     unsafe { capi::object::RFFIObjectCreateOpaque(handle, type_index, deleter, out) }
 }
+
+/// The type key of a type index (`"ffi.Array"`, `"int"`, or a key registered at run time),
+/// borrowed: keys live as long as the process. An unknown index is a KeyError.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFITypeIndexToKey(type_index: i32, out: *mut RFFIByteArray) -> i32 {
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::object::RFFITypeIndexToKey(type_index, out) }
+}

@@ -1,17 +1,16 @@
 //! Builds the C programs under `tests/c/` against the generated header and `librffi.so`, runs them,
 //! and checks they pass: the C ABI as a C compiler and a C caller see it.
 
+#[path = "../../tests/support/plugins.rs"]
+mod plugins;
+
+use plugins::workspace;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The directory holding `librffi.so` for this build profile (`target/<profile>`).
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let dir = plugins::profile_dir();
     assert!(
         dir.join("librffi.so").exists(),
         "librffi.so not found in {}; build it with `cargo build -p rffi-c`",
@@ -48,7 +47,11 @@ fn build(compiler: &str, src: &str, flags: &[&str]) -> PathBuf {
 }
 
 fn run(exe: &Path) -> String {
-    let out = Command::new(exe).output().unwrap();
+    run_with(exe, &[])
+}
+
+fn run_with(exe: &Path, args: &[&Path]) -> String {
+    let out = Command::new(exe).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -76,6 +79,33 @@ fn core_abi_from_c() {
         "tests/c/test_core.c",
         &["-std=c99", "-pedantic"],
     ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
+fn plugins_loaded_by_a_c_host() {
+    let lib = lib_dir();
+    let exe = build(&cc(), "tests/c/test_plugins.c", &["-std=c99"]);
+    let rust_plugin = plugins::rust_plugin();
+    let c_plugin = plugins::c_plugin("examples/c-plugin/plugin.c", &[]);
+    // Links librffi.so without an rpath: it must resolve by SONAME to the host's copy.
+    let linked = plugins::c_plugin(
+        "tests/c/plugins/linked.c",
+        &["-L", lib.to_str().unwrap(), "-lrffi"],
+    );
+    let bad_version = plugins::c_plugin("tests/c/plugins/bad_version.c", &[]);
+    let not_a_library = Path::new(env!("CARGO_TARGET_TMPDIR")).join("text_file.so");
+    std::fs::write(&not_a_library, "not an ELF file").unwrap();
+    let out = run_with(
+        &exe,
+        &[
+            &rust_plugin,
+            &c_plugin,
+            &linked,
+            &bad_version,
+            &not_a_library,
+        ],
+    );
     assert!(out.contains(" 0 failed"), "{out}");
 }
 

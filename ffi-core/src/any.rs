@@ -282,11 +282,28 @@ impl core::fmt::Debug for AnyView<'_> {
                 kRFFIDevice => write!(f, "{:?}", Device(self.0.v.v_device)),
                 _ => match str_bytes_of(self) {
                     Some(b) => write!(f, "{}", String::from_utf8_lossy(b).escape_debug()),
-                    None => write!(f, "<{}>", self.type_name()),
+                    None => match self.as_object().map(|o| o.clone().into()) {
+                        Some(obj) => debug_object(obj, f),
+                        None => write!(f, "<{}>", self.type_name()),
+                    },
                 },
             }
         }
     }
+}
+
+/// Containers print their contents; other objects their type.
+fn debug_object(obj: Any, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    if let Ok(a) = obj.try_as::<crate::Array>() {
+        return core::fmt::Debug::fmt(&a, f);
+    }
+    if let Ok(m) = obj.try_as::<crate::Map>() {
+        return core::fmt::Debug::fmt(&m, f);
+    }
+    if let Ok(s) = obj.try_as::<crate::Shape>() {
+        return core::fmt::Debug::fmt(&s, f);
+    }
+    write!(f, "<{}>", obj.view().type_name())
 }
 
 // ---------------------------------------------------------------------------------------------

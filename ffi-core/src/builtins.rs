@@ -3,9 +3,10 @@
 
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
-use crate::{register_global, register_global_packed, Array, Map, Shape};
+use crate::registry::{register_builtin, register_builtin_packed};
+use crate::{Array, Map, Shape};
 
-register_global_packed!("ffi.Array", |args: &[AnyView<'_>]| {
+register_builtin_packed!("ffi.Array", |args: &[AnyView<'_>]| {
     let items = args
         .iter()
         .map(AnyView::to_owned)
@@ -13,11 +14,11 @@ register_global_packed!("ffi.Array", |args: &[AnyView<'_>]| {
     Ok(Array::new(items).into())
 });
 
-register_global!("ffi.ArraySize", |a: Array| a.len() as i64);
+register_builtin!("ffi.ArraySize", |a: Array| a.len() as i64);
 
-register_global!("ffi.ArrayGetItem", |a: Array, i: i64| a.get_item(i));
+register_builtin!("ffi.ArrayGetItem", |a: Array, i: i64| a.get_item(i));
 
-register_global_packed!("ffi.Map", |args: &[AnyView<'_>]| {
+register_builtin_packed!("ffi.Map", |args: &[AnyView<'_>]| {
     if args.len() % 2 != 0 {
         return Err(Error::type_error(format!(
             "`ffi.Map` expects key, value pairs but got {} arguments",
@@ -31,9 +32,9 @@ register_global_packed!("ffi.Map", |args: &[AnyView<'_>]| {
     Ok(Map::new(pairs)?.into())
 });
 
-register_global!("ffi.MapSize", |m: Map| m.len() as i64);
+register_builtin!("ffi.MapSize", |m: Map| m.len() as i64);
 
-register_global_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
+register_builtin_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
     let [m, k] = args else {
         return Err(Error::type_error(format!(
             "`ffi.MapGetItem` expects 2 arguments but {} were given",
@@ -43,7 +44,7 @@ register_global_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
     m.try_as::<Map>()?.get_item(k)
 });
 
-register_global_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
+register_builtin_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
     let [m, k] = args else {
         return Err(Error::type_error(format!(
             "`ffi.MapCount` expects 2 arguments but {} were given",
@@ -54,7 +55,7 @@ register_global_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
 });
 
 // Keys and values flattened as [k0, v0, k1, v1, ...], in insertion order.
-register_global!("ffi.MapItems", |m: Map| -> Result<Array> {
+register_builtin!("ffi.MapItems", |m: Map| -> Result<Array> {
     let mut items = Vec::with_capacity(m.len() * 2);
     for (k, v) in m.iter() {
         items.push(k.to_owned()?);
@@ -63,7 +64,7 @@ register_global!("ffi.MapItems", |m: Map| -> Result<Array> {
     Ok(Array::new(items))
 });
 
-register_global_packed!("ffi.Shape", |args: &[AnyView<'_>]| {
+register_builtin_packed!("ffi.Shape", |args: &[AnyView<'_>]| {
     let dims = args
         .iter()
         .enumerate()
@@ -76,7 +77,7 @@ register_global_packed!("ffi.Shape", |args: &[AnyView<'_>]| {
     Ok(Shape::new(&dims).into())
 });
 
-register_global!("ffi.ListGlobalFunctionNames", || {
+register_builtin!("ffi.ListGlobalFunctionNames", || {
     Array::new(
         crate::list_global_func_names()
             .into_iter()
@@ -85,8 +86,27 @@ register_global!("ffi.ListGlobalFunctionNames", || {
     )
 });
 
-register_global!("ffi.RemoveGlobalFunction", |name: String| {
+register_builtin!("ffi.RemoveGlobalFunction", |name: String| {
     crate::remove_global_func(name)
 });
 
-register_global!("ffi.ErrorBacktrace", |e: Error| e.backtrace());
+register_builtin!("ffi.ErrorBacktrace", |e: Error| e.backtrace());
+
+register_builtin!(
+    "ffi.ModuleLoadFromFile",
+    |path: String| crate::Module::load(path)
+);
+
+register_builtin!("ffi.ModuleGetFunction", |m: crate::Module, name: String| m
+    .get_function(&name));
+
+register_builtin!(
+    "ffi.ModuleListFunctions",
+    |m: crate::Module| -> Result<Array> {
+        Ok(Array::new(
+            m.function_names()?.into_iter().map(Any::from).collect(),
+        ))
+    }
+);
+
+register_builtin!("ffi.ModulePath", |m: crate::Module| m.path());

@@ -9,7 +9,8 @@
 //! without debug info.
 
 use crate::abi::{
-    kRFFIBacktraceUpdateModeReplace, kRFFIError, RFFIByteArray, RFFIErrorCell, RFFIObjectHandle,
+    kRFFIBacktraceUpdateModeRender, kRFFIBacktraceUpdateModeReplace, kRFFIError, RFFIByteArray,
+    RFFIErrorCell, RFFIObjectHandle,
 };
 use crate::object::{alloc_object, body, static_object_type, ObjectRef};
 use std::backtrace::Backtrace;
@@ -248,6 +249,9 @@ impl Error {
     /// The traceback, most recent call first, with native frames symbolized on first request.
     pub fn backtrace(&self) -> String {
         let Some(body) = self.own_body() else {
+            // An error from another image (a plugin's copy of this runtime renders its pending
+            // native frames on this request; other libraries append nothing).
+            self.update("", kRFFIBacktraceUpdateModeRender);
             return self.cell_str(|c| c.backtrace);
         };
         let mut trace = lock(&body.trace);
@@ -327,6 +331,10 @@ unsafe extern "C" fn update_backtrace(
         let bytes = unsafe { text.as_ref().map(|t| byte_array_bytes(t)).unwrap_or(&[]) };
         let text = String::from_utf8_lossy(bytes);
         if let Some(body) = err.own_body() {
+            if mode == kRFFIBacktraceUpdateModeRender {
+                err.backtrace();
+                return;
+            }
             let mut trace = lock(&body.trace);
             if mode == kRFFIBacktraceUpdateModeReplace {
                 *trace = Trace {
@@ -397,12 +405,24 @@ fn render_native(bt: &Backtrace) -> String {
                 Some((parts.next()?.to_owned(), line))
             })
             .unwrap_or_else(|| ("<unknown>".to_owned(), 0));
-        if file.starts_with("/rustc/") {
-            continue; // the standard library's own frames
+        if file.starts_with("/rustc/") || is_runtime_plumbing(&file) {
+            continue; // the standard library's frames, and this runtime's raise/call machinery
         }
         out.push_str(&frame(&file, line_no, sym));
     }
     out
+}
+
+/// Frames of this runtime's own error and call machinery, by source file: symbols alone do not
+/// tell in builds whose debug info only has line tables (they print as `new<..>`, `{closure#0}`).
+fn is_runtime_plumbing(file: &str) -> bool {
+    let file = file.replace('\\', "/");
+    ["ffi-core/src/", "rffi-core-"]
+        .iter()
+        .any(|root| file.contains(root))
+        && ["/error.rs", "/function.rs", "/capi/function.rs"]
+            .iter()
+            .any(|f| file.ends_with(f))
 }
 
 /// `path::to::fn::h0123456789abcdef` -> `path::to::fn`.
@@ -502,6 +522,11 @@ thread_local! {
 
 /// Stores `err` as this thread's raised error (replacing any earlier one).
 pub fn set_raised(err: Error) {
+    if let Some(host) = crate::plugin::host() {
+        // SAFETY: the host's entry point takes its own reference to a live Error.
+        unsafe { (host.error_set_raised)(err.as_raw().cast()) };
+        return;
+    }
     let new = err.0.into_raw();
     if let Some(old) = RAISED.with(|s| s.replace(Some(new))) {
         // SAFETY: the slot owned one reference to the replaced error.
@@ -511,6 +536,13 @@ pub fn set_raised(err: Error) {
 
 /// Takes this thread's raised error, leaving the slot empty.
 pub fn take_raised() -> Option<Error> {
+    if let Some(host) = crate::plugin::host() {
+        let mut out: RFFIObjectHandle = std::ptr::null_mut();
+        // SAFETY: the host's entry point with a valid out-pointer; it moves its reference out.
+        unsafe { (host.error_move_from_raised)(&mut out) };
+        // SAFETY: a non-null result is an Error whose reference is now ours.
+        return NonNull::new(out.cast()).map(|p| Error(unsafe { ObjectRef::from_raw(p) }));
+    }
     // SAFETY: the slot owns one reference, which moves to the caller.
     RAISED
         .with(|s| s.take())

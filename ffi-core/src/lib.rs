@@ -16,7 +16,9 @@ pub mod dtype;
 pub mod error;
 pub mod function;
 pub mod map;
+pub mod module;
 pub mod object;
+pub mod plugin;
 pub mod registry;
 pub mod shape;
 pub mod stream;
@@ -32,6 +34,7 @@ pub use dtype::DataType;
 pub use error::{Error, Result};
 pub use function::{CallError, Function, TypedFn};
 pub use map::Map;
+pub use module::Module;
 pub use object::{ObjectRef, ObjectType};
 pub use registry::{
     get_global_func, list_global_func_names, register_global_func, remove_global_func,

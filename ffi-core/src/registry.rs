@@ -1,10 +1,16 @@
 //! The global function registry: names to functions, safe under concurrent use.
 //!
 //! Functions declared with `register_global!` are collected through `inventory` when the registry
-//! is first touched (the runtime's start), never from a load-time constructor.
+//! is first touched (the runtime's start), never from a load-time constructor. In a plugin image
+//! every operation forwards to the host runtime (see `plugin`), and the plugin's declarations are
+//! registered there by its `__rffi__init`.
 
+use crate::abi::RFFIObjectHandle;
 use crate::error::{Error, Result};
 use crate::function::Function;
+use crate::plugin::{byte_array, check, host};
+use crate::{Array, ObjectRef, ObjectType};
+use core::ptr::NonNull;
 use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
 
@@ -12,6 +18,9 @@ use std::sync::{OnceLock, RwLock};
 pub struct StaticFunction {
     pub name: &'static str,
     pub make: fn() -> Function,
+    /// Declared by the runtime itself (`testing.*`, `ffi.*`): a plugin's copy of the runtime
+    /// leaves these to the host.
+    pub builtin: bool,
 }
 
 inventory::collect!(StaticFunction);
@@ -26,6 +35,9 @@ fn table() -> &'static RwLock<Table> {
         crate::error::install_panic_hook();
         let mut t = Table::default();
         for s in inventory::iter::<StaticFunction> {
+            if crate::plugin::is_plugin() && !s.builtin {
+                continue;
+            }
             let f = (s.make)();
             f.set_name(s.name);
             if t.insert(s.name.as_bytes().into(), f).is_some() {
@@ -43,14 +55,23 @@ pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Re
     if name.is_empty() {
         return Err(Error::value_error("global function name must not be empty"));
     }
+    f.set_name(name);
+    if let Some(host) = host() {
+        let name = byte_array(name.as_bytes());
+        // SAFETY: the host's entry point with a valid name and a live function.
+        return check(unsafe {
+            (host.function_set_global)(&name, f.as_raw().cast(), allow_override as i32)
+        });
+    }
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
     if !allow_override && t.contains_key(name.as_bytes()) {
         return Err(Error::key_error(format!(
             "global function `{name}` is already registered (pass override to replace it)"
         )));
     }
-    f.set_name(name);
-    t.insert(name.as_bytes().into(), f);
+    let previous = t.insert(name.as_bytes().into(), f);
+    drop(t);
+    crate::module::journal_registration(name, previous);
     Ok(())
 }
 
@@ -68,18 +89,48 @@ pub fn register_global_func_bytes(name: &[u8], f: Function, allow_override: bool
 /// The function registered as `name`, if any (a new reference to the registered object).
 #[inline]
 pub fn get_global_func(name: impl AsRef<[u8]>) -> Option<Function> {
+    if let Some(host) = host() {
+        let name = byte_array(name.as_ref());
+        let mut out: RFFIObjectHandle = core::ptr::null_mut();
+        // SAFETY: the host's entry point with a valid name and out-pointer.
+        check(unsafe { (host.function_get_global)(&name, &mut out) }).ok()?;
+        let obj = NonNull::new(out.cast())?;
+        // SAFETY: a new reference to a function object, moved to us.
+        return Some(unsafe { Function::from_object_unchecked(ObjectRef::from_raw(obj)) });
+    }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.get(name.as_ref()).cloned()
 }
 
 /// Removes `name`; returns whether it was registered.
 pub fn remove_global_func(name: impl AsRef<[u8]>) -> bool {
+    if let Some(host) = host() {
+        let name = byte_array(name.as_ref());
+        // SAFETY: the host's entry point with a valid name.
+        return check(unsafe { (host.function_remove_global)(&name) }).is_ok();
+    }
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
     t.remove(name.as_ref()).is_some()
 }
 
 /// Every registered name, sorted.
 pub fn list_global_func_names() -> Vec<String> {
+    if let Some(host) = host() {
+        let mut out: RFFIObjectHandle = core::ptr::null_mut();
+        // SAFETY: the host's entry point with a valid out-pointer.
+        if check(unsafe { (host.function_list_global_names)(&mut out) }).is_err() {
+            return Vec::new();
+        }
+        let Some(obj) = NonNull::new(out.cast()) else {
+            return Vec::new();
+        };
+        // SAFETY: a new reference to an Array of strings, moved to us.
+        let names = unsafe { Array::from_object_unchecked(ObjectRef::from_raw(obj)) };
+        return names
+            .iter()
+            .filter_map(|v| v.try_as::<String>().ok())
+            .collect();
+    }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     let mut names: Vec<String> = t
         .keys()
@@ -106,7 +157,7 @@ macro_rules! register_global {
                 $crate::Function::from_typed($f)
             }
             $crate::inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make }
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: false }
             }
         };
     };
@@ -121,8 +172,38 @@ macro_rules! register_global_packed {
                 $crate::Function::from_packed($f)
             }
             $crate::inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make }
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: false }
             }
         };
     };
 }
+
+/// `register_global!` for the runtime's own functions (`testing.*`, `ffi.*`).
+macro_rules! register_builtin {
+    ($name:expr, $f:expr) => {
+        const _: () = {
+            fn __rffi_make() -> $crate::Function {
+                $crate::Function::from_typed($f)
+            }
+            inventory::submit! {
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: true }
+            }
+        };
+    };
+}
+pub(crate) use register_builtin;
+
+/// `register_global_packed!` for the runtime's own functions.
+macro_rules! register_builtin_packed {
+    ($name:expr, $f:expr) => {
+        const _: () = {
+            fn __rffi_make() -> $crate::Function {
+                $crate::Function::from_packed($f)
+            }
+            inventory::submit! {
+                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: true }
+            }
+        };
+    };
+}
+pub(crate) use register_builtin_packed;

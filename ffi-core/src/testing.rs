@@ -4,23 +4,23 @@ use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::function::Function;
 use crate::object::ObjectRef;
-use crate::{register_global, register_global_packed};
+use crate::registry::{register_builtin, register_builtin_packed};
 
-register_global_packed!("testing.nop", |_args: &[AnyView<'_>]| Ok(Any::none()));
+register_builtin_packed!("testing.nop", |_args: &[AnyView<'_>]| Ok(Any::none()));
 
-register_global_packed!("testing.echo", |args: &[AnyView<'_>]| match args.first() {
+register_builtin_packed!("testing.echo", |args: &[AnyView<'_>]| match args.first() {
     Some(a) => a.to_owned(),
     None => Err(Error::type_error(
         "`testing.echo` expects at least 1 argument but 0 were given"
     )),
 });
 
-register_global!("testing.add_one", |x: i64| -> Result<i64> {
+register_builtin!("testing.add_one", |x: i64| -> Result<i64> {
     x.checked_add(1)
         .ok_or_else(|| Error::value_error(format!("{x} + 1 overflows int64")))
 });
 
-register_global_packed!("testing.apply", |args: &[AnyView<'_>]| {
+register_builtin_packed!("testing.apply", |args: &[AnyView<'_>]| {
     let Some((f, rest)) = args.split_first() else {
         return Err(Error::type_error(
             "`testing.apply` expects a function and its arguments but got no arguments",
@@ -32,17 +32,17 @@ register_global_packed!("testing.apply", |args: &[AnyView<'_>]| {
     f.call_views(rest)
 });
 
-register_global!("testing.raise_error", |kind: String,
-                                         message: String|
+register_builtin!("testing.raise_error", |kind: String,
+                                          message: String|
  -> Result<()> {
     Err(Error::new(&kind, message))
 });
 
-register_global!("testing.object_use_count", |obj: ObjectRef| -> i64 {
+register_builtin!("testing.object_use_count", |obj: ObjectRef| -> i64 {
     // The argument holds one reference of its own for the duration of the call.
     obj.strong_count() as i64 - 1
 });
 
-register_global!("testing.panic", |message: String| -> Result<()> {
+register_builtin!("testing.panic", |message: String| -> Result<()> {
     panic!("{message}")
 });

@@ -2,6 +2,7 @@
 //! (indices from `kRFFIDynObjectBegin`).
 
 use crate::abi::*;
+use crate::plugin::{byte_array, check, host};
 use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
 
@@ -54,6 +55,13 @@ fn table() -> &'static RwLock<TypeTable> {
 
 /// The index registered for `key`, if any.
 pub fn type_key_to_index(key: &str) -> Option<i32> {
+    if let Some(host) = host() {
+        let mut out = -1;
+        // SAFETY: the host's entry point with a valid key and out-pointer.
+        return check(unsafe { (host.type_key_to_index)(&byte_array(key.as_bytes()), &mut out) })
+            .ok()
+            .map(|()| out);
+    }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.by_key.get(key).copied()
 }
@@ -66,6 +74,15 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
             .find(|&&(i, _)| i == index)
             .map(|&(_, k)| k);
     }
+    if let Some(host) = host() {
+        let mut out = byte_array(b"");
+        // SAFETY: the host's entry point with a valid out-pointer.
+        check(unsafe { (host.type_index_to_key)(index, &mut out) }).ok()?;
+        // SAFETY: the host's keys are UTF-8 and live as long as the process.
+        return Some(unsafe {
+            std::str::from_utf8_unchecked(crate::error::byte_array_bytes(&out))
+        });
+    }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.dynamic
         .get((index - kRFFIDynObjectBegin) as usize)
@@ -74,6 +91,16 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
 
 /// Returns the index of `key`, registering it as a new dynamic object type if unknown.
 pub fn get_or_alloc_type_index(key: &str) -> i32 {
+    if let Some(host) = host() {
+        let mut out = -1;
+        // SAFETY: the host's entry point with a valid key and out-pointer.
+        let rc = unsafe { (host.type_register_key)(&byte_array(key.as_bytes()), &mut out) };
+        if rc == 0 {
+            return out;
+        }
+        // The host refused the key (empty): fall through to a local index, which is unique here.
+        let _ = crate::error::take_raised();
+    }
     if let Some(i) = type_key_to_index(key) {
         return i;
     }

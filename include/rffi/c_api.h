@@ -190,6 +190,12 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIBacktraceUpdateModeAppend 1
 
 /**
+ * rffi extension: symbolize pending native frames into the cell's text (the text argument is
+ * empty, so a library that treats unknown modes as "append" changes nothing).
+ */
+#define kRFFIBacktraceUpdateModeRender 2
+
+/**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
  */
 #define RFFI_CPU_TENSOR_ALIGNMENT 64
@@ -366,6 +372,51 @@ typedef struct RFFITensorObject {
   DLTensor dl_tensor;
 } RFFITensorObject;
 
+/**
+ * The runtime's stateful entry points, handed to a plugin so that everything it registers or
+ * raises lands in the one runtime of the process (whichever image that is), and so that a C
+ * plugin needs no link-time dependency. Each entry behaves as the C function of the same name.
+ *
+ * New entries are only ever appended; `size` tells a plugin which ones this host has.
+ */
+typedef struct RFFIHostApi {
+  /**
+   * ABI version of the host runtime.
+   */
+  struct RFFIVersion version;
+  /**
+   * `sizeof(RFFIHostApi)` as the host knows it.
+   */
+  uint32_t size;
+  int32_t (*object_inc_ref)(RFFIObjectHandle);
+  int32_t (*object_dec_ref)(RFFIObjectHandle);
+  int32_t (*function_create)(void*, RFFISafeCallType, void(*)(void*), RFFIObjectHandle*);
+  int32_t (*function_call)(RFFIObjectHandle, struct RFFIAny*, int32_t, struct RFFIAny*);
+  int32_t (*function_get_global)(const struct RFFIByteArray*, RFFIObjectHandle*);
+  int32_t (*function_set_global)(const struct RFFIByteArray*, RFFIObjectHandle, int32_t);
+  int32_t (*function_remove_global)(const struct RFFIByteArray*);
+  int32_t (*function_list_global_names)(RFFIObjectHandle*);
+  void (*error_set_raised)(RFFIObjectHandle);
+  void (*error_set_raised_from_cstr)(const char*, const char*);
+  void (*error_move_from_raised)(RFFIObjectHandle*);
+  int32_t (*error_create)(const struct RFFIByteArray*,
+                          const struct RFFIByteArray*,
+                          const struct RFFIByteArray*,
+                          RFFIObjectHandle*);
+  int32_t (*string_from_byte_array)(const struct RFFIByteArray*, struct RFFIAny*);
+  int32_t (*bytes_from_byte_array)(const struct RFFIByteArray*, struct RFFIAny*);
+  int32_t (*data_type_from_string)(const struct RFFIByteArray*, DLDataType*);
+  int32_t (*type_key_to_index)(const struct RFFIByteArray*, int32_t*);
+  int32_t (*type_register_key)(const struct RFFIByteArray*, int32_t*);
+  int32_t (*type_index_to_key)(int32_t, struct RFFIByteArray*);
+  int32_t (*module_load_from_file)(const struct RFFIByteArray*, RFFIObjectHandle*);
+} RFFIHostApi;
+
+/**
+ * Signature of `__rffi__init`.
+ */
+typedef int32_t (*RFFIPluginInit)(const struct RFFIHostApi *host);
+
 
 
 #ifdef __cplusplus
@@ -510,6 +561,41 @@ int32_t RFFIFunctionRemoveGlobal(const struct RFFIByteArray *name);
 int32_t RFFIFunctionListGlobalNames(RFFIObjectHandle *out);
 
 /**
+ * Loads a plugin library into the runtime and gives a new reference to its Module object (the
+ * same Module again if that file is already loaded). The library must have been built for a
+ * compatible ABI (`__rffi__version`); its `__rffi__init(const RFFIHostApi*)`, if any, runs once
+ * and may register functions, which are all undone if it fails. Libraries stay loaded for the
+ * life of the process. Errors: a missing file or a file that is not a shared library
+ * (ValueError), an ABI mismatch naming both versions (RuntimeError), or the plugin's own error.
+ *
+ * # Safety
+ * `path` must point to a valid byte array; `out` must be writable.
+ */
+int32_t RFFIModuleLoadFromFile(const struct RFFIByteArray *path, RFFIObjectHandle *out);
+
+/**
+ * Gets a function of a module: a name the plugin registered (or its last dotted part when that
+ * is unambiguous), else the exported safe-call symbol `__rffi_<name>`. `*out` receives a new
+ * reference, or NULL when the module has no such function (not an error).
+ *
+ * # Safety
+ * `module` must be NULL or a live object; `name` must point to a valid byte array; `out` must be
+ * writable.
+ */
+int32_t RFFIModuleGetFunction(RFFIObjectHandle module,
+                              const struct RFFIByteArray *name,
+                              RFFIObjectHandle *out);
+
+/**
+ * Lists the functions of a module: `*out` receives a new Array of strings (the names registered
+ * by its init, then the `__rffi_<name>` symbols looked up so far).
+ *
+ * # Safety
+ * `module` must be NULL or a live object; `out` must be writable.
+ */
+int32_t RFFIModuleListFunctions(RFFIObjectHandle module, RFFIObjectHandle *out);
+
+/**
  * Reports the version of the C ABI this library implements.
  *
  * # Safety
@@ -565,6 +651,15 @@ int32_t RFFIObjectCreateOpaque(void *handle,
                                int32_t type_index,
                                void (*deleter)(void*),
                                RFFIObjectHandle *out);
+
+/**
+ * The type key of a type index (`"ffi.Array"`, `"int"`, or a key registered at run time),
+ * borrowed: keys live as long as the process. An unknown index is a KeyError.
+ *
+ * # Safety
+ * `out` must be writable.
+ */
+int32_t RFFITypeIndexToKey(int32_t type_index, struct RFFIByteArray *out);
 
 /**
  * Imports a legacy DLPack managed tensor as a Tensor without copying the data.

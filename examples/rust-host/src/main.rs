@@ -1,7 +1,12 @@
 //! A Rust program using the rffi runtime: declare functions at compile time and at run time, call
-//! them by name, pass a callback, and turn errors into tracebacks.
+//! them by name, pass a callback, turn errors into tracebacks, and load plugins (paths given as
+//! arguments: a Rust plugin and a C plugin) whose functions join this program's registry.
+//!
+//! usage: rffi-example-rust-host [rust_plugin.so c_plugin.so]
 
-use rffi_core::{get_global_func, register_global_func, Any, Array, Error, Function, Result};
+use rffi_core::{
+    get_global_func, register_global_func, Any, Array, Error, Function, Module, Result,
+};
 
 // Collected into the registry when the runtime starts.
 rffi_core::register_global!("demo.hypot", |a: f64, b: f64| a.hypot(b));
@@ -49,6 +54,44 @@ fn main() -> Result<()> {
     println!(
         "testing.apply(square_all, [1, 2, 3]) = {:?}",
         out.try_as::<Array>()?
+    );
+
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if let [rust_plugin, c_plugin] = paths.as_slice() {
+        load_plugins(rust_plugin, c_plugin)?;
+    }
+    Ok(())
+}
+
+fn load_plugins(rust_plugin: &str, c_plugin: &str) -> Result<()> {
+    let rust_mod = Module::load(rust_plugin)?;
+    let c_mod = Module::load(c_plugin)?;
+    println!("loaded {rust_plugin}: {:?}", rust_mod.function_names()?);
+    let call = |name: &str, args: &[Any]| get_global_func(name).unwrap().call(args);
+    println!(
+        "rust_plugin.add(40, 2) = {:?}",
+        call("rust_plugin.add", &[40i64.into(), 2i64.into()])?
+    );
+    println!(
+        "c_plugin.mul(6, 7) = {:?}",
+        call("c_plugin.mul", &[6i64.into(), 7i64.into()])?
+    );
+    // The plugin calls back into this program.
+    let negate = Function::from_typed(|x: i64| -x);
+    let items = Array::new(vec![1i64.into(), 2i64.into()]);
+    println!(
+        "rust_plugin.map(negate, [1, 2]) = {:?}",
+        call("rust_plugin.map", &[negate.into(), items.into()])?
+    );
+    if let Err(e) = call("rust_plugin.checked_div", &[1i64.into(), 0i64.into()]) {
+        println!("caught {e} from the plugin:\n{}", e.backtrace());
+    }
+    let square = c_mod
+        .get_function("square")?
+        .expect("exported by the C plugin");
+    println!(
+        "c_plugin module function square(12) = {:?}",
+        square.call(&[12i64.into()])?
     );
     Ok(())
 }

@@ -6,7 +6,9 @@
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 
 mod dlpack;
+mod plugin;
 pub use dlpack::*;
+pub use plugin::*;
 
 use core::ffi::{c_char, c_void};
 use core::mem::{offset_of, size_of};
@@ -148,6 +150,9 @@ pub type RFFIStrCell = RFFIByteArray;
 /// Backtrace update modes for `RFFIErrorCell::update_backtrace`.
 pub const kRFFIBacktraceUpdateModeReplace: i32 = 0;
 pub const kRFFIBacktraceUpdateModeAppend: i32 = 1;
+/// rffi extension: symbolize pending native frames into the cell's text (the text argument is
+/// empty, so a library that treats unknown modes as "append" changes nothing).
+pub const kRFFIBacktraceUpdateModeRender: i32 = 2;
 
 /// `kRFFIError`: kind, message and backtrace (most recent call first).
 #[repr(C)]

@@ -9,6 +9,8 @@
 pub mod boundary;
 pub mod error;
 pub mod function;
+pub mod host;
+pub mod module;
 pub mod object;
 pub mod tensor;
 pub mod value;

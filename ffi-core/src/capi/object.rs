@@ -111,3 +111,20 @@ pub unsafe extern "C" fn RFFIObjectCreateOpaque(
         Ok(())
     })
 }
+
+/// See `RFFITypeIndexToKey` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+#[inline]
+pub unsafe extern "C" fn RFFITypeIndexToKey(type_index: i32, out: *mut RFFIByteArray) -> i32 {
+    guard(|| {
+        const F: &str = "RFFITypeIndexToKey";
+        let out = out_ptr(out, F, "out")?;
+        let key = type_table::type_index_to_key(type_index)
+            .ok_or_else(|| Error::key_error(format!("{F}: unknown type index {type_index}")))?;
+        // SAFETY: checked writable out-pointer; keys live as long as the process.
+        unsafe { out.write(crate::plugin::byte_array(key.as_bytes())) };
+        Ok(())
+    })
+}

@@ -2,23 +2,24 @@
 
 use super::{Tensor, TensorMut};
 use crate::error::{Error, Result};
-use crate::{register_global, Array, DataType, Device, Shape};
+use crate::registry::register_builtin;
+use crate::{Array, DataType, Device, Shape};
 
-register_global!("testing.tensor_shape", |t: Tensor| Shape::new(t.shape()));
+register_builtin!("testing.tensor_shape", |t: Tensor| Shape::new(t.shape()));
 
-register_global!("testing.tensor_strides", |t: Tensor| Shape::new(
+register_builtin!("testing.tensor_strides", |t: Tensor| Shape::new(
     t.strides()
 ));
 
 // Whether the argument arrived as a borrowed `DLTensor*`.
-register_global!("testing.tensor_is_borrowed", |t: Tensor| t.is_borrowed());
+register_builtin!("testing.tensor_is_borrowed", |t: Tensor| t.is_borrowed());
 
-register_global!("testing.tensor_is_read_only", |t: Tensor| t.read_only());
+register_builtin!("testing.tensor_is_read_only", |t: Tensor| t.read_only());
 
 // Allocates through `Tensor::empty` (so through the environment allocator when one is set).
-register_global!("testing.tensor_empty", |shape: Array,
-                                          dtype: DataType,
-                                          device: Device|
+register_builtin!("testing.tensor_empty", |shape: Array,
+                                           dtype: DataType,
+                                           device: Device|
  -> Result<Tensor> {
     let dims = shape
         .iter()
@@ -35,14 +36,14 @@ register_global!("testing.tensor_empty", |shape: Array,
     Tensor::empty(&dims, dtype, device)
 });
 
-register_global!(
+register_builtin!(
     "testing.tensor_slice",
     |t: Tensor, axis: i64, start: i64, stop: i64, step: i64| t.slice_step(axis, start, stop, step)
 );
 
 // Writes zeros into every element of a writable host tensor (any strides); refuses read-only
 // tensors through `TensorMut`.
-register_global!("testing.tensor_zero_", |t: TensorMut| -> Result<()> {
+register_builtin!("testing.tensor_zero_", |t: TensorMut| -> Result<()> {
     if !super::host_accessible(t.device()) {
         return Err(Error::value_error(format!(
             "`testing.tensor_zero_`: tensor is on {}, not in host memory",

@@ -1,0 +1,47 @@
+//! An rffi plugin written in Rust. Built as a `cdylib`, it links its own copy of `rffi-core`;
+//! when a host (C, Python or Rust) loads it with `RFFIModuleLoadFromFile` / `load_module` /
+//! `Module::load`, its functions land in the host's registry.
+
+use rffi_core::{register_global, register_global_func, Any, Array, Error, Function, Result};
+
+// Declared at compile time: registered by the plugin's entry point when it is loaded.
+register_global!("rust_plugin.add", |a: i64, b: i64| a + b);
+
+register_global!("rust_plugin.greet", |name: String| format!(
+    "hello, {name}, from Rust"
+));
+
+// Returns an error, whose traceback reaches the host.
+register_global!("rust_plugin.checked_div", |a: i64, b: i64| -> Result<i64> {
+    a.checked_div(b)
+        .ok_or_else(|| Error::value_error(format!("cannot divide {a} by {b}")))
+});
+
+// A type registered at run time: the index comes from the host's one type table.
+register_global!("rust_plugin.point_type_index", || {
+    rffi_core::type_table::get_or_alloc_type_index("rust_plugin.Point")
+});
+
+// Takes a callback from the host and calls it on every element.
+register_global!("rust_plugin.map", |f: Function,
+                                     items: Array|
+ -> Result<Array> {
+    items.iter().map(|x| f.call_views(&[x])).collect()
+});
+
+/// Runs after the declared functions are registered: registration at load time, from code.
+fn init() -> Result<()> {
+    let version = rffi_core::version();
+    register_global_func(
+        "rust_plugin.abi_version",
+        Function::from_typed(move || {
+            format!("{}.{}.{}", version.major, version.minor, version.patch)
+        }),
+        false,
+    )?;
+    // Values made here are ordinary objects the host can hold.
+    let _ = Any::from("plugin initialized");
+    Ok(())
+}
+
+rffi_core::export_plugin!(init = init);

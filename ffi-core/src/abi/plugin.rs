@@ -1,0 +1,67 @@
+//! The plugin handshake: the symbols a plugin exports and the table of runtime entry points the
+//! loader hands it.
+
+use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
+use core::ffi::{c_char, c_void};
+
+/// Plugin symbol: `RFFIVersion __rffi__version`, the ABI the plugin was built for. The loader
+/// refuses a plugin whose major version differs, or whose minor version is newer than its own.
+pub const RFFI_PLUGIN_VERSION_SYMBOL: &str = "__rffi__version";
+/// Plugin symbol: `int32_t __rffi__init(const RFFIHostApi* host)`, called once after loading;
+/// returns 0, or -1 with an error raised through `host`.
+pub const RFFI_PLUGIN_INIT_SYMBOL: &str = "__rffi__init";
+/// Optional plugin symbol: a variable `const RFFIHostApi* __rffi__host_api` that the loader sets
+/// before `__rffi__init`, for C plugins whose exported functions need the runtime.
+pub const RFFI_PLUGIN_HOST_API_SYMBOL: &str = "__rffi__host_api";
+/// Prefix of C-exported safe-call functions: `__rffi_<name>` is found by `get_function(name)` and
+/// called with a NULL handle.
+pub const RFFI_PLUGIN_FUNCTION_PREFIX: &str = "__rffi_";
+
+/// Signature of `__rffi__init`.
+pub type RFFIPluginInit = Option<unsafe extern "C" fn(host: *const RFFIHostApi) -> i32>;
+
+/// The runtime's stateful entry points, handed to a plugin so that everything it registers or
+/// raises lands in the one runtime of the process (whichever image that is), and so that a C
+/// plugin needs no link-time dependency. Each entry behaves as the C function of the same name.
+///
+/// New entries are only ever appended; `size` tells a plugin which ones this host has.
+#[repr(C)]
+pub struct RFFIHostApi {
+    /// ABI version of the host runtime.
+    pub version: RFFIVersion,
+    /// `sizeof(RFFIHostApi)` as the host knows it.
+    pub size: u32,
+    pub object_inc_ref: unsafe extern "C" fn(RFFIObjectHandle) -> i32,
+    pub object_dec_ref: unsafe extern "C" fn(RFFIObjectHandle) -> i32,
+    pub function_create: unsafe extern "C" fn(
+        *mut c_void,
+        RFFISafeCallType,
+        Option<unsafe extern "C" fn(*mut c_void)>,
+        *mut RFFIObjectHandle,
+    ) -> i32,
+    pub function_call:
+        unsafe extern "C" fn(RFFIObjectHandle, *mut RFFIAny, i32, *mut RFFIAny) -> i32,
+    pub function_get_global:
+        unsafe extern "C" fn(*const RFFIByteArray, *mut RFFIObjectHandle) -> i32,
+    pub function_set_global:
+        unsafe extern "C" fn(*const RFFIByteArray, RFFIObjectHandle, i32) -> i32,
+    pub function_remove_global: unsafe extern "C" fn(*const RFFIByteArray) -> i32,
+    pub function_list_global_names: unsafe extern "C" fn(*mut RFFIObjectHandle) -> i32,
+    pub error_set_raised: unsafe extern "C" fn(RFFIObjectHandle),
+    pub error_set_raised_from_cstr: unsafe extern "C" fn(*const c_char, *const c_char),
+    pub error_move_from_raised: unsafe extern "C" fn(*mut RFFIObjectHandle),
+    pub error_create: unsafe extern "C" fn(
+        *const RFFIByteArray,
+        *const RFFIByteArray,
+        *const RFFIByteArray,
+        *mut RFFIObjectHandle,
+    ) -> i32,
+    pub string_from_byte_array: unsafe extern "C" fn(*const RFFIByteArray, *mut RFFIAny) -> i32,
+    pub bytes_from_byte_array: unsafe extern "C" fn(*const RFFIByteArray, *mut RFFIAny) -> i32,
+    pub data_type_from_string: unsafe extern "C" fn(*const RFFIByteArray, *mut DLDataType) -> i32,
+    pub type_key_to_index: unsafe extern "C" fn(*const RFFIByteArray, *mut i32) -> i32,
+    pub type_register_key: unsafe extern "C" fn(*const RFFIByteArray, *mut i32) -> i32,
+    pub type_index_to_key: unsafe extern "C" fn(i32, *mut RFFIByteArray) -> i32,
+    pub module_load_from_file:
+        unsafe extern "C" fn(*const RFFIByteArray, *mut RFFIObjectHandle) -> i32,
+}

@@ -1,0 +1,34 @@
+//! The table of this image's C entry points that the loader hands to plugins.
+
+use super::{error::*, function::*, module::*, object::*, value::*};
+use crate::abi::RFFIHostApi;
+
+static HOST_API: RFFIHostApi = RFFIHostApi {
+    version: crate::version(),
+    size: core::mem::size_of::<RFFIHostApi>() as u32,
+    object_inc_ref: RFFIObjectIncRef,
+    object_dec_ref: RFFIObjectDecRef,
+    function_create: RFFIFunctionCreate,
+    function_call: RFFIFunctionCall,
+    function_get_global: RFFIFunctionGetGlobal,
+    function_set_global: RFFIFunctionSetGlobal,
+    function_remove_global: RFFIFunctionRemoveGlobal,
+    function_list_global_names: RFFIFunctionListGlobalNames,
+    error_set_raised: RFFIErrorSetRaised,
+    error_set_raised_from_cstr: RFFIErrorSetRaisedFromCStr,
+    error_move_from_raised: RFFIErrorMoveFromRaised,
+    error_create: RFFIErrorCreate,
+    string_from_byte_array: RFFIStringFromByteArray,
+    bytes_from_byte_array: RFFIBytesFromByteArray,
+    data_type_from_string: RFFIDataTypeFromString,
+    type_key_to_index: RFFITypeKeyToIndex,
+    type_register_key: RFFITypeRegisterKey,
+    type_index_to_key: RFFITypeIndexToKey,
+    module_load_from_file: RFFIModuleLoadFromFile,
+};
+
+/// The table handed to plugins: this image's, or — when this image is itself a plugin — the
+/// table of the runtime it forwards to, so nested plugins bind to the one runtime too.
+pub fn api() -> &'static RFFIHostApi {
+    crate::plugin::host().unwrap_or(&HOST_API)
+}

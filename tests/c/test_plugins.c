@@ -1,0 +1,185 @@
+/* A C host (linked to librffi.so) loading real plugins through the C API: the example Rust
+ * plugin, the example C plugin, a C plugin that links librffi.so itself, and bad libraries.
+ *
+ * usage: test_plugins <rust plugin> <c plugin> <linked c plugin> <bad-version plugin> <not a library> */
+#include <stdint.h>
+#include "rffi/c_api.h"
+#include "check.h"
+
+static RFFIObjectHandle load(const char* path) {
+  RFFIByteArray p = ba_of(path);
+  RFFIObjectHandle m = NULL;
+  if (RFFIModuleLoadFromFile(&p, &m) != 0) return NULL;
+  return m;
+}
+
+static RFFIObjectHandle global(const char* name) {
+  RFFIByteArray b = ba_of(name);
+  RFFIObjectHandle f = NULL;
+  CHECK(RFFIFunctionGetGlobal(&b, &f) == 0);
+  return f;
+}
+
+static RFFIAny int_any(int64_t x) {
+  RFFIAny a;
+  memset(&a, 0, sizeof(a));
+  a.type_index = kRFFIInt;
+  a.v.v_int64 = x;
+  return a;
+}
+
+/* Takes the raised error; checks kind and message substring; returns it (caller releases). */
+static RFFIObjectHandle expect_error(const char* kind, const char* needle) {
+  RFFIObjectHandle err = NULL;
+  RFFIByteArray k, m;
+  RFFIErrorMoveFromRaised(&err);
+  CHECK(err != NULL);
+  if (!err) return NULL;
+  CHECK(RFFIErrorGetKind(err, &k) == 0 && ba_equals(k, kind));
+  CHECK(RFFIErrorGetMessage(err, &m) == 0 && ba_contains(m, needle));
+  if (!ba_equals(k, kind) || !ba_contains(m, needle))
+    fprintf(stderr, "  got %.*s: %.*s\n", (int)k.size, k.data, (int)m.size, m.data);
+  return err;
+}
+
+static int g_callback_calls = 0;
+
+/* Host callback handed to the plugin: doubles its argument. */
+static int twice(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  ++g_callback_calls;
+  if (n != 1 || args[0].type_index != kRFFIInt) return -1;
+  result->type_index = kRFFIInt;
+  result->v.v_int64 = 2 * args[0].v.v_int64;
+  return 0;
+}
+
+static void test_rust_plugin(const char* path) {
+  RFFIObjectHandle m = load(path), again, add, div, map, make_array, cb, arr, names, err;
+  RFFIAny args[3], result;
+  RFFIByteArray bt;
+  CHECK(m != NULL);
+  /* Loading again gives the same module and registers nothing twice. */
+  again = load(path);
+  CHECK(again == m);
+  RFFIObjectDecRef(again);
+
+  add = global("rust_plugin.add");
+  CHECK(add != NULL);
+  args[0] = int_any(40);
+  args[1] = int_any(2);
+  memset(&result, 0, sizeof(result));
+  CHECK(RFFIFunctionCall(add, args, 2, &result) == 0 && result.v.v_int64 == 42);
+
+  /* An error raised in the plugin reaches this host with its traceback. */
+  div = global("rust_plugin.checked_div");
+  args[1] = int_any(0);
+  CHECK(RFFIFunctionCall(div, args, 2, &result) == -1);
+  err = expect_error("ValueError", "cannot divide 40 by 0");
+  CHECK(RFFIErrorGetBacktrace(err, &bt) == 0);
+  CHECK(ba_contains(bt, "examples/rust-plugin/src/lib.rs"));
+  CHECK(ba_contains(bt, "in rust_plugin.checked_div"));
+  RFFIObjectDecRef(err);
+
+  /* The plugin calls a callback of this host. */
+  map = global("rust_plugin.map");
+  make_array = global("ffi.Array");
+  CHECK(RFFIFunctionCreate(NULL, twice, NULL, &cb) == 0);
+  args[0] = int_any(1);
+  args[1] = int_any(2);
+  args[2] = int_any(3);
+  CHECK(RFFIFunctionCall(make_array, args, 3, &result) == 0 && result.type_index == kRFFIArray);
+  arr = result.v.v_obj;
+  memset(args, 0, sizeof(args));
+  args[0].type_index = kRFFIFunction;
+  args[0].v.v_obj = (RFFIObject*)cb;
+  args[1].type_index = kRFFIArray;
+  args[1].v.v_obj = (RFFIObject*)arr;
+  memset(&result, 0, sizeof(result));
+  CHECK(RFFIFunctionCall(map, args, 2, &result) == 0 && result.type_index == kRFFIArray);
+  CHECK(g_callback_calls == 3);
+  if (result.type_index == kRFFIArray) {
+    RFFISeqCell* cell = (RFFISeqCell*)((char*)result.v.v_obj + sizeof(RFFIObject));
+    CHECK(cell->size == 3 && cell->data[2].v.v_int64 == 6);
+    RFFIObjectDecRef(result.v.v_obj);
+  }
+
+  CHECK(RFFIModuleListFunctions(m, &names) == 0);
+  {
+    RFFISeqCell* cell = (RFFISeqCell*)((char*)names + sizeof(RFFIObject));
+    CHECK(cell->size >= 5);
+  }
+  RFFIObjectDecRef(names);
+  RFFIObjectDecRef(arr);
+  RFFIObjectDecRef(cb);
+  RFFIObjectDecRef(make_array);
+  RFFIObjectDecRef(map);
+  RFFIObjectDecRef(div);
+  RFFIObjectDecRef(add);
+  RFFIObjectDecRef(m);
+}
+
+static void test_c_plugins(const char* plugin, const char* linked) {
+  RFFIObjectHandle m = load(plugin), l = load(linked), f = NULL;
+  RFFIByteArray square = ba_of("square"), missing = ba_of("no_such_function");
+  RFFIAny args[2], result;
+  CHECK(m != NULL && l != NULL);
+  f = global("c_plugin.mul");
+  args[0] = int_any(6);
+  args[1] = int_any(7);
+  memset(&result, 0, sizeof(result));
+  CHECK(f && RFFIFunctionCall(f, args, 2, &result) == 0 && result.v.v_int64 == 42);
+  RFFIObjectDecRef(f);
+  f = global("c_plugin.fail");
+  CHECK(f && RFFIFunctionCall(f, args, 0, &result) == -1);
+  RFFIObjectDecRef(expect_error("RuntimeError", "c_plugin.fail was called"));
+  RFFIObjectDecRef(f);
+  /* Exported __rffi_<name> symbols are found on demand. */
+  CHECK(RFFIModuleGetFunction(m, &square, &f) == 0 && f != NULL);
+  CHECK(RFFIFunctionCall(f, args, 1, &result) == 0 && result.v.v_int64 == 36);
+  RFFIObjectDecRef(f);
+  CHECK(RFFIModuleGetFunction(m, &missing, &f) == 0 && f == NULL);
+  /* The plugin that links librffi.so registered through the same runtime. */
+  f = global("linked.triple");
+  CHECK(f && RFFIFunctionCall(f, args, 1, &result) == 0 && result.v.v_int64 == 18);
+  RFFIObjectDecRef(f);
+  RFFIObjectDecRef(m);
+  RFFIObjectDecRef(l);
+}
+
+static void test_bad_libraries(const char* bad_version, const char* not_a_library) {
+  RFFIObjectHandle m;
+  RFFIVersion v;
+  char expected[64];
+  RFFIGetVersion(&v);
+  snprintf(expected, sizeof(expected), "provides ABI %u.%u.%u", v.major, v.minor, v.patch);
+  m = load(bad_version);
+  CHECK(m == NULL);
+  RFFIObjectDecRef(expect_error("RuntimeError", "built for rffi ABI 99.0.0"));
+  CHECK(load(bad_version) == NULL);
+  RFFIObjectDecRef(expect_error("RuntimeError", expected));
+  CHECK(global("bad_version.never") == NULL);
+  CHECK(load(not_a_library) == NULL);
+  RFFIObjectDecRef(expect_error("ValueError", "cannot load module"));
+  CHECK(load("/no/such/dir/plugin.so") == NULL);
+  RFFIObjectDecRef(expect_error("ValueError", "/no/such/dir/plugin.so"));
+  {
+    RFFIObjectHandle out = NULL;
+    CHECK(RFFIModuleLoadFromFile(NULL, &out) == -1);
+    RFFIObjectDecRef(expect_error("ValueError", "`path` is NULL"));
+    CHECK(RFFIModuleGetFunction(NULL, NULL, &out) == -1);
+    RFFIObjectDecRef(expect_error("ValueError", "`module` is NULL"));
+  }
+}
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: %s rust_plugin c_plugin linked_plugin bad_version not_a_library\n",
+            argv[0]);
+    return 2;
+  }
+  test_rust_plugin(argv[1]);
+  test_c_plugins(argv[2], argv[3]);
+  test_bad_libraries(argv[4], argv[5]);
+  return finish("test_plugins");
+}

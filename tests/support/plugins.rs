@@ -1,0 +1,68 @@
+//! Builds the plugins the cross-language tests load: the example Rust plugin (a workspace member,
+//! built here with cargo into this test's own target directory, so it is never stale) and C
+//! plugins compiled with `cc`. Included with `#[path]` by the tests that need it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `target/<profile>` of the running test binary.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// The example Rust plugin's shared library, freshly built for this test's profile.
+pub fn rust_plugin() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = profile_dir();
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args([
+            "build",
+            "-q",
+            "-p",
+            "rffi-example-rust-plugin",
+            "--target-dir",
+        ])
+        .arg(dir.parent().unwrap())
+        .current_dir(workspace());
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cannot run cargo");
+        assert!(status.success(), "building the example Rust plugin failed");
+        dir.join("librffi_example_rust_plugin.so")
+    })
+    .clone()
+}
+
+/// Compiles a C file (relative to the workspace) into a shared library in the test scratch dir.
+pub fn c_plugin(src: &str, extra: &[&str]) -> PathBuf {
+    let ws = workspace();
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{stem}.so"));
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args([
+            "-shared", "-fPIC", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I",
+        ])
+        .arg(ws.join("include"))
+        .args(extra)
+        .arg(ws.join(src))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("cannot run cc");
+    assert!(status.success(), "cc failed on {src}");
+    out
+}
