@@ -366,6 +366,7 @@ plain_results!(
     crate::Array,
     crate::Map,
     crate::Shape,
+    crate::OpaquePtr,
     crate::Tensor,
     crate::TensorMut
 );

@@ -4,7 +4,7 @@
 //! A caller (a Python binding passing a CUDA torch tensor, a C++ framework) sets the stream its
 //! work runs on before calling a kernel; the kernel reads it with `current_stream` and launches
 //! there. A stream is an opaque handle (`cudaStream_t`, `hipStream_t`, ...); NULL means the
-//! device's default stream.
+//! device's default stream. In a plugin image both forward to the host runtime.
 
 use crate::Device;
 use core::cell::RefCell;
@@ -22,6 +22,14 @@ thread_local! {
 /// Sets this thread's current stream for `device` and returns the previous one. Setting NULL
 /// returns the device to its default stream.
 pub fn set_current_stream(device: Device, stream: StreamHandle) -> StreamHandle {
+    if let Some(host) = crate::plugin::host() {
+        let mut previous = core::ptr::null_mut();
+        // SAFETY: the host's entry point with a valid device and out-pointer.
+        unsafe {
+            (host.env_set_stream)(device.device_type(), device.index(), stream, &mut previous)
+        };
+        return previous;
+    }
     let key = (device.device_type(), device.index());
     STREAMS
         .try_with(|s| {
@@ -43,6 +51,10 @@ pub fn set_current_stream(device: Device, stream: StreamHandle) -> StreamHandle 
 
 /// This thread's current stream for `device` (NULL if none was set).
 pub fn current_stream(device: Device) -> StreamHandle {
+    if let Some(host) = crate::plugin::host() {
+        // SAFETY: the host's entry point; it validates the device itself.
+        return unsafe { (host.env_get_stream)(device.device_type(), device.index()) };
+    }
     let key = (device.device_type(), device.index());
     STREAMS
         .try_with(|s| {

@@ -104,6 +104,23 @@ fn plugin_type_registration_uses_the_host_table() {
 }
 
 #[test]
+fn plugin_sees_the_host_current_stream() {
+    rust_plugin();
+    let f = get_global_func("rust_plugin.current_stream").unwrap();
+    let dev = rffi_core::Device::cuda(1);
+    let stream = 0x5eed_usize as *mut std::ffi::c_void;
+    let _guard = rffi_core::stream::use_stream(dev, stream);
+    let seen = f
+        .call(&[dev.into()])
+        .unwrap()
+        .try_as::<rffi_core::OpaquePtr>()
+        .unwrap();
+    assert_eq!(seen.0, stream);
+    let other = f.call(&[rffi_core::Device::cuda(0).into()]).unwrap();
+    assert!(other.try_as::<rffi_core::OpaquePtr>().unwrap().0.is_null());
+}
+
+#[test]
 fn c_plugin_registers_through_the_table_and_exports_symbols() {
     let m = Module::load(plugins::c_plugin("examples/c-plugin/plugin.c", &[])).unwrap();
     let mul = get_global_func("c_plugin.mul").unwrap();

@@ -22,6 +22,11 @@ register_global!("rust_plugin.point_type_index", || {
     rffi_core::type_table::get_or_alloc_type_index("rust_plugin.Point")
 });
 
+// The stream a kernel would launch on: the host's current stream for the device.
+register_global!("rust_plugin.current_stream", |d: rffi_core::Device| {
+    rffi_core::OpaquePtr(rffi_core::stream::current_stream(d))
+});
+
 // Takes a callback from the host and calls it on every element.
 register_global!("rust_plugin.map", |f: Function,
                                      items: Array|

@@ -2,6 +2,7 @@
 //! loader hands it.
 
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
+use crate::tensor::RFFIDLPackManagedTensorAllocator;
 use core::ffi::{c_char, c_void};
 
 /// Plugin symbol: `RFFIVersion __rffi__version`, the ABI the plugin was built for. The loader
@@ -64,4 +65,8 @@ pub struct RFFIHostApi {
     pub type_index_to_key: unsafe extern "C" fn(i32, *mut RFFIByteArray) -> i32,
     pub module_load_from_file:
         unsafe extern "C" fn(*const RFFIByteArray, *mut RFFIObjectHandle) -> i32,
+    pub env_set_stream: unsafe extern "C" fn(i32, i32, *mut c_void, *mut *mut c_void) -> i32,
+    pub env_get_stream: unsafe extern "C" fn(i32, i32) -> *mut c_void,
+    pub env_get_dlpack_managed_tensor_allocator:
+        unsafe extern "C" fn() -> RFFIDLPackManagedTensorAllocator,
 }

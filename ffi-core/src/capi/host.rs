@@ -1,6 +1,6 @@
 //! The table of this image's C entry points that the loader hands to plugins.
 
-use super::{error::*, function::*, module::*, object::*, value::*};
+use super::{error::*, function::*, module::*, object::*, tensor::*, value::*};
 use crate::abi::RFFIHostApi;
 
 static HOST_API: RFFIHostApi = RFFIHostApi {
@@ -25,6 +25,9 @@ static HOST_API: RFFIHostApi = RFFIHostApi {
     type_register_key: RFFITypeRegisterKey,
     type_index_to_key: RFFITypeIndexToKey,
     module_load_from_file: RFFIModuleLoadFromFile,
+    env_set_stream: RFFIEnvSetStream,
+    env_get_stream: RFFIEnvGetStream,
+    env_get_dlpack_managed_tensor_allocator: RFFIEnvGetDLPackManagedTensorAllocator,
 };
 
 /// The table handed to plugins: this image's, or — when this image is itself a plugin — the
