@@ -21,6 +21,8 @@ thread_local! {
 
 /// Sets this thread's current stream for `device` and returns the previous one. Setting NULL
 /// returns the device to its default stream.
+// The handle is opaque: it is stored and handed back, never dereferenced here.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn set_current_stream(device: Device, stream: StreamHandle) -> StreamHandle {
     if let Some(host) = crate::plugin::host() {
         let mut previous = core::ptr::null_mut();
