@@ -810,6 +810,68 @@ fn foreign_tensor_object_without_strides_is_wrapped() {
     );
 }
 
+/// Layout of a copy of a 1-d rffi tensor's fixed part: header, DLTensor, private head, shape and
+/// strides (96 + 16 bytes).
+const COPY_SIZE: usize = 112;
+
+unsafe extern "C" fn other_image_deleter(obj: *mut c_void, flags: i32) {
+    if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
+        let layout = std::alloc::Layout::from_size_align(COPY_SIZE, 8).unwrap();
+        // SAFETY: allocated with this layout by `copy_as_other_image`.
+        unsafe { std::alloc::dealloc(obj.cast(), layout) };
+    }
+}
+
+/// What a tensor made by another copy of rffi (a plugin's, or the host's seen from a plugin)
+/// looks like here: the same bytes, but a deleter this image does not know.
+fn copy_as_other_image(t: &Tensor, corrupt_magic: bool) -> Tensor {
+    assert_eq!(t.ndim(), 1);
+    let layout = std::alloc::Layout::from_size_align(COPY_SIZE, 8).unwrap();
+    // SAFETY: a fresh allocation filled from the first COPY_SIZE bytes of a live 1-d tensor,
+    // whose fixed part is exactly that long; the pointers are then moved into the copy.
+    unsafe {
+        let mem = std::alloc::alloc(layout);
+        std::ptr::copy_nonoverlapping(t.as_raw().cast::<u8>(), mem, COPY_SIZE);
+        let obj = mem.cast::<RFFITensorObject>();
+        (*obj).header.combined_ref_count = 1 | (1 << 32);
+        (*obj).header.deleter = Some(other_image_deleter);
+        (*obj).dl_tensor.shape = mem.add(96).cast();
+        (*obj).dl_tensor.strides = mem.add(104).cast();
+        if corrupt_magic {
+            *mem.add(72) ^= 0xff;
+        }
+        let any = Any::from(rffi_core::ObjectRef::from_raw(
+            NonNull::new(mem.cast()).unwrap(),
+        ));
+        any.try_as::<Tensor>().unwrap()
+    }
+}
+
+#[test]
+fn flags_are_seen_on_tensors_made_by_another_copy_of_rffi() {
+    let (m, deleted) = versioned(&[3], |m| m.flags = DLPACK_FLAG_BITMASK_READ_ONLY);
+    let t = import(m);
+    let other = copy_as_other_image(&t, false);
+    assert_eq!((other.shape(), other.strides()), (&[3][..], &[1][..]));
+    assert!(other.read_only(), "the flag is read from the fixed head");
+    let zero = get_global_func("testing.tensor_zero_").unwrap();
+    let e = zero.call(&[Any::from(&other)]).unwrap_err();
+    assert!(
+        e.message().ends_with("got read-only ffi.Tensor"),
+        "{}",
+        e.message()
+    );
+    // Views made here of the other image's tensor keep it alive and read-only.
+    let v = other.slice(0, 1, 3).unwrap();
+    assert!(v.read_only());
+    drop((other, v));
+    // Without the magic, the bytes are not trusted: a foreign tensor has no rffi flags.
+    let forged = copy_as_other_image(&t, true);
+    assert!(!forged.read_only());
+    drop((forged, t));
+    assert_eq!(count(&deleted), 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The environment allocator
 

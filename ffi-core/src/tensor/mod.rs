@@ -3,11 +3,12 @@
 //! and conversion from function arguments.
 //!
 //! Layout: the object header, then a `DLTensor` at offset 24, exactly as tvm-ffi lays out its
-//! `TensorObj`, so foreign readers find the tensor at `obj + 24`. Tensors made here keep private
-//! fields after the `DLTensor` (what to release, flags) and store `shape` and `strides` in place
-//! after those; `strides` is always filled. A Tensor made by another library (tvm-ffi, or a plugin
-//! with its own copy of this crate) is recognised by its deleter and read through the `DLTensor`
-//! only: it has no rffi flags, so it is never read-only or borrowed here.
+//! `TensorObj`, so foreign readers find the tensor at `obj + 24`; `strides` is always filled.
+//! Tensors made by rffi continue with a fixed-layout private head (a magic, the read-only and
+//! borrowed flags) and the shape/strides arrays at offset 96, then what to release (see
+//! `TensorHead`). The fixed part lets any copy of rffi, including a plugin's, see the flags of a
+//! tensor another copy made; a tensor made by another library (tvm-ffi) is read through its
+//! `DLTensor` only and is never read-only or borrowed here.
 //!
 //! Arguments: a function taking `Tensor` accepts a Tensor object and a borrowed `DLTensor*`
 //! (`kRFFIDLTensorPtr`). The latter becomes a *borrowed* Tensor (`is_borrowed()`): a fresh object
@@ -40,8 +41,8 @@ use std::alloc::Layout;
 pub struct Tensor(ObjectRef);
 
 /// Flag bits of tensors made here.
-const FLAG_READ_ONLY: u8 = 1;
-const FLAG_BORROWED: u8 = 2;
+const FLAG_READ_ONLY: u32 = 1;
+const FLAG_BORROWED: u32 = 2;
 
 /// What a tensor releases when its last reference dies.
 pub(crate) enum Owner {
@@ -87,38 +88,79 @@ impl Drop for Owner {
     }
 }
 
-/// Body of tensors made here: the ABI prefix, then private fields, then `2 * tail_ndim` int64
-/// (shape, then strides).
+/// Marks the private part of a tensor laid out by rffi (any copy of it: the host's, a plugin's),
+/// "rffiTen" plus a layout version in the last byte.
+const TENSOR_MAGIC: u64 = u64::from_le_bytes(*b"rffiTen\x01");
+
+/// Start of the shape/strides tail, fixed so another copy of rffi can recognise the layout.
+const TAIL_OFFSET: usize = size_of::<TensorHead>();
+
+/// The fixed-layout head of tensors made by rffi:
+///
+/// | offset | field |
+/// |---|---|
+/// | 0 | object header |
+/// | 24 | `DLTensor` (the ABI) |
+/// | 72 | `magic` = `TENSOR_MAGIC` |
+/// | 80 | `flags` (`FLAG_READ_ONLY`, `FLAG_BORROWED`) |
+/// | 88 | `tail_ndim` |
+/// | 96 | shape[n], then strides[n]; `DLTensor::shape` points here |
+/// | after | `Owner` (Rust layout: touched only by the image that made the tensor) |
+///
+/// The head is plain `repr(C)` data so that a plugin's copy of rffi (another image, perhaps
+/// another compiler) can read the flags of a tensor the host made, and the other way round;
+/// see `Tensor::rffi_head`.
 #[repr(C)]
-pub(crate) struct TensorObj {
+pub(crate) struct TensorHead {
     base: RFFITensorObject,
+    magic: u64,
+    flags: u32,
+    _reserved: u32,
     /// ndim the tail was sized for; kept apart from `base.dl_tensor.ndim`, which foreign code can
     /// write through the pointer `RFFITensorGetDLTensorPtr` hands out.
     tail_ndim: usize,
-    flags: u8,
-    owner: Owner,
 }
 
-fn tensor_layout(ndim: usize) -> Layout {
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(TensorHead, magic) == 72);
+    assert!(offset_of!(TensorHead, flags) == 80);
+    assert!(offset_of!(TensorHead, tail_ndim) == 88);
+    assert!(TAIL_OFFSET == 96);
+};
+
+/// The layout of a tensor object with an `ndim`-dimensional tail, and the offset of its owner.
+fn tensor_layout(ndim: usize) -> (Layout, usize) {
     // ndim comes from an i32, so the tail is below 32 GiB and the layout always exists.
-    Layout::from_size_align(
-        size_of::<TensorObj>() + 2 * ndim * size_of::<i64>(),
-        align_of::<TensorObj>(),
+    let head = Layout::from_size_align(
+        TAIL_OFFSET + 2 * ndim * size_of::<i64>(),
+        align_of::<TensorHead>(),
     )
-    .expect("tensor layout")
+    .expect("tensor layout");
+    let (layout, owner_offset) = head.extend(Layout::new::<Owner>()).expect("tensor layout");
+    (layout.pad_to_align(), owner_offset)
+}
+
+/// The owner of a tensor this image made.
+///
+/// # Safety
+/// `head` must be a tensor made by `TensorParts::build` in this image.
+unsafe fn owner_ptr(head: *mut TensorHead) -> *mut Owner {
+    // SAFETY: forwarded contract; `tail_ndim` gives back the layout it was built with.
+    unsafe { head.byte_add(tensor_layout((*head).tail_ndim).1).cast() }
 }
 
 unsafe extern "C" fn tensor_deleter(obj: *mut c_void, flags: i32) {
-    let t = obj.cast::<TensorObj>();
+    let t = obj.cast::<TensorHead>();
     if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
         // SAFETY: the protocol calls this once with the strong bit while the body is live; the
         // owner is the only field that needs dropping.
-        unsafe { core::ptr::drop_in_place(&raw mut (*t).owner) };
+        unsafe { core::ptr::drop_in_place(owner_ptr(t)) };
     }
     if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
         // SAFETY: made by `TensorParts::build` with `tensor_layout(tail_ndim)`; `tail_ndim` is a
         // plain integer, still readable after the owner was dropped.
-        unsafe { std::alloc::dealloc(obj.cast(), tensor_layout((*t).tail_ndim)) };
+        unsafe { std::alloc::dealloc(obj.cast(), tensor_layout((*t).tail_ndim).0) };
     }
 }
 
@@ -145,12 +187,13 @@ impl TensorParts<'_> {
         debug_assert!(self.strides.is_none_or(|s| s.len() == n));
         let flags = (if self.read_only { FLAG_READ_ONLY } else { 0 })
             | (if self.borrowed { FLAG_BORROWED } else { 0 });
-        // SAFETY: `init` writes every field after the header and the whole tail; the deleter
-        // drops the owner and frees `tensor_layout(n)`, the layout allocated here.
+        let (layout, owner_offset) = tensor_layout(n);
+        // SAFETY: `init` writes every field after the header, the whole tail and the owner; the
+        // deleter drops the owner and frees `tensor_layout(n)`, the layout allocated here.
         let obj = unsafe {
-            alloc_with_tail(kRFFITensor, tensor_layout(n), tensor_deleter, |tail| {
-                let t = tail.sub(size_of::<RFFIObject>()).cast::<TensorObj>();
-                let shape = t.add(1).cast::<i64>();
+            alloc_with_tail(kRFFITensor, layout, tensor_deleter, |tail| {
+                let t = tail.sub(size_of::<RFFIObject>()).cast::<TensorHead>();
+                let shape = t.byte_add(TAIL_OFFSET).cast::<i64>();
                 let strides = shape.add(n);
                 core::ptr::copy_nonoverlapping(self.shape.as_ptr(), shape, n);
                 match self.strides {
@@ -160,18 +203,25 @@ impl TensorParts<'_> {
                         core::slice::from_raw_parts_mut(strides, n),
                     ),
                 }
-                (&raw mut (*t).base.dl_tensor).write(DLTensor {
-                    data: self.data,
-                    device: self.device.raw(),
-                    ndim: n as i32,
-                    dtype: self.dtype.raw(),
-                    shape,
-                    strides,
-                    byte_offset: self.byte_offset,
+                t.write(TensorHead {
+                    base: RFFITensorObject {
+                        header: t.cast::<RFFIObject>().read(),
+                        dl_tensor: DLTensor {
+                            data: self.data,
+                            device: self.device.raw(),
+                            ndim: n as i32,
+                            dtype: self.dtype.raw(),
+                            shape,
+                            strides,
+                            byte_offset: self.byte_offset,
+                        },
+                    },
+                    magic: TENSOR_MAGIC,
+                    flags,
+                    _reserved: 0,
+                    tail_ndim: n,
                 });
-                (&raw mut (*t).tail_ndim).write(n);
-                (&raw mut (*t).flags).write(flags);
-                (&raw mut (*t).owner).write(self.owner);
+                t.byte_add(owner_offset).cast::<Owner>().write(self.owner);
             })
         };
         Tensor(obj)
@@ -253,19 +303,46 @@ impl Tensor {
         self.0.cell_ptr::<DLTensor>()
     }
 
-    /// The private body, if this runtime made the tensor.
+    /// The head, if this image made the tensor (only then may its `Owner` be read).
     #[inline]
-    fn own_body(&self) -> Option<&TensorObj> {
+    fn own_head(&self) -> Option<*mut TensorHead> {
         // SAFETY: reading the header of a live object; a deleter equal to ours marks a body laid
-        // out as `TensorObj` by `TensorParts::build`.
+        // out by `TensorParts::build` in this image.
         unsafe {
             let header = &*self.0.as_ptr();
             let ours: unsafe extern "C" fn(*mut c_void, i32) = tensor_deleter;
             header
                 .deleter
                 .is_some_and(|d| core::ptr::fn_addr_eq(d, ours))
-                .then(|| &*self.0.as_ptr().cast::<TensorObj>())
+                .then(|| self.0.as_ptr().cast::<TensorHead>())
         }
+    }
+
+    /// The head, if any copy of rffi laid the tensor out (this image, or another: a plugin's
+    /// copy of the runtime, or the host's when this is a plugin). Recognised by structure: its
+    /// `shape` points at offset 96 of the object, which proves the object extends that far, and
+    /// the magic at offset 72 matches.
+    #[inline]
+    fn rffi_head(&self) -> Option<&TensorHead> {
+        let obj = self.0.as_ptr().cast::<TensorHead>();
+        if self.own_head().is_none() {
+            let tail = obj.cast::<u8>().wrapping_add(TAIL_OFFSET);
+            if self.dl_tensor().shape.cast::<u8>() != tail {
+                return None;
+            }
+            // SAFETY: the object's own shape array starts at offset 96, so its memory covers
+            // the 24 bytes after the DLTensor read here.
+            if unsafe { (*obj).magic } != TENSOR_MAGIC {
+                return None;
+            }
+        }
+        // SAFETY: an rffi head (this image's, or checked above), alive as long as `self`.
+        Some(unsafe { &*obj })
+    }
+
+    #[inline]
+    fn rffi_flags(&self) -> u32 {
+        self.rffi_head().map_or(0, |h| h.flags)
     }
 
     /// Number of dimensions.
@@ -361,16 +438,14 @@ impl Tensor {
     /// inherit it. Functions that write take [`TensorMut`], which refuses such tensors.
     #[inline]
     pub fn read_only(&self) -> bool {
-        self.own_body()
-            .is_some_and(|b| b.flags & FLAG_READ_ONLY != 0)
+        self.rffi_flags() & FLAG_READ_ONLY != 0
     }
 
     /// Whether this tensor views a caller's borrowed `DLTensor*` (a `kRFFIDLTensorPtr` argument):
     /// its data is valid only during the call that received it.
     #[inline]
     pub fn is_borrowed(&self) -> bool {
-        self.own_body()
-            .is_some_and(|b| b.flags & FLAG_BORROWED != 0)
+        self.rffi_flags() & FLAG_BORROWED != 0
     }
 
     /// The data pointer for writing, or a ValueError if the tensor is read-only.
@@ -458,7 +533,7 @@ unsafe impl ObjectType for Tensor {
         }
         let t = Tensor(obj);
         let dl = t.dl_tensor();
-        if dl.ndim > 0 && dl.strides.is_null() && t.own_body().is_none() {
+        if dl.ndim > 0 && dl.strides.is_null() && t.rffi_head().is_none() {
             return Ok(view::wrap_foreign_without_strides(t));
         }
         Ok(t)

@@ -70,7 +70,8 @@ impl Tensor {
     /// The object a view should keep alive: the root of a chain of views, so views of views do
     /// not pile up references.
     fn view_root(&self) -> ObjectRef {
-        match self.own_body().map(|b| &b.owner) {
+        // SAFETY: a head from this image, whose owner is live while `self` is.
+        match self.own_head().map(|h| unsafe { &*super::owner_ptr(h) }) {
             Some(Owner::View(root)) => root.clone(),
             _ => self.as_object().clone(),
         }
@@ -123,7 +124,7 @@ impl Tensor {
                 )));
             }
         }
-        let flags = self.own_body().map_or(0, |b| b.flags);
+        let flags = self.rffi_flags();
         Ok(TensorParts {
             data: self.data_ptr(),
             device: self.device(),
