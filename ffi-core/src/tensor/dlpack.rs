@@ -12,6 +12,19 @@ use crate::object::{dec_ref, inc_ref};
 use crate::{DataType, Device};
 use core::ptr::NonNull;
 
+/// The element types nearly every tensor has (scalar int, uint, float, bfloat, bool of a usual
+/// width): accepted without the full `DataType::from_raw` check, which import pays on every call.
+#[inline]
+fn is_common_dtype(dt: DLDataType) -> bool {
+    dt.lanes == 1
+        && match dt.code {
+            kDLInt | kDLUInt | kDLFloat => matches!(dt.bits, 8 | 16 | 32 | 64),
+            kDLBfloat => dt.bits == 16,
+            kDLBool => dt.bits == 8,
+            _ => false,
+        }
+}
+
 /// A foreign `DLTensor` that passed validation, borrowing its shape and strides.
 pub(crate) struct Checked<'a> {
     pub dtype: DataType,
@@ -25,6 +38,8 @@ pub(crate) struct Checked<'a> {
 ///
 /// # Safety
 /// A non-NULL `shape` (and `strides`) must hold `ndim` readable entries for `'a`.
+// Inlined: returning the result through memory costs a store-forwarding stall per import.
+#[inline(always)]
 pub(crate) unsafe fn check_dltensor<'a>(
     dl: &'a DLTensor,
     prefix: &str,
@@ -50,17 +65,25 @@ pub(crate) unsafe fn check_dltensor<'a>(
         // SAFETY: as for shape.
         Some(unsafe { core::slice::from_raw_parts(dl.strides.cast_const(), n) })
     };
-    let dtype = DataType::from_raw(dl.dtype).map_err(|e| {
-        format!(
-            "`{prefix}dtype` (code {}, bits {}, lanes {}) is rejected: {e}",
-            dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
-        )
-    })?;
-    if dtype == DataType::void() {
-        return Err(format!("`{prefix}dtype` is void, which has no elements"));
-    }
-    let device =
-        Device::from_raw(dl.device).map_err(|e| format!("`{prefix}device` is rejected: {e}"))?;
+    let dtype = if is_common_dtype(dl.dtype) {
+        DataType(dl.dtype)
+    } else {
+        let dtype = DataType::from_raw(dl.dtype).map_err(|e| {
+            format!(
+                "`{prefix}dtype` (code {}, bits {}, lanes {}) is rejected: {e}",
+                dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+            )
+        })?;
+        if dtype == DataType::void() {
+            return Err(format!("`{prefix}dtype` is void, which has no elements"));
+        }
+        dtype
+    };
+    let device = if dl.device.device_type == kDLCPU && dl.device.device_id >= 0 {
+        Device(dl.device)
+    } else {
+        Device::from_raw(dl.device).map_err(|e| format!("`{prefix}device` is rejected: {e}"))?
+    };
     let numel = checked_numel(shape)
         .ok_or_else(|| format!("`{prefix}shape` {shape:?} has more than 2^63-1 elements"))?;
     if dl.data.is_null() && numel > 0 {
