@@ -277,6 +277,27 @@ typedef struct RFFIVersion {
 } RFFIVersion;
 
 /**
+ * A call prepared in one block of memory: the function, the argument count, the result slot, and
+ * then `num_args` argument values (`RFFIAny`, 16 bytes each) starting right after this header
+ * (at byte offset 32). The layout is fixed so a binding can fill it with plain byte writes.
+ */
+typedef struct RFFICallFrame {
+  /**
+   * The function to call (borrowed).
+   */
+  RFFIObjectHandle func;
+  int32_t num_args;
+  /**
+   * Zero; keeps `result` 8-byte aligned.
+   */
+  uint32_t reserved;
+  /**
+   * Must hold no object before the call (zero it); receives the owned result.
+   */
+  struct RFFIAny result;
+} RFFICallFrame;
+
+/**
  * How an environment allocator reports an error: `set_error(error_ctx, kind, message)` with a
  * kind such as `"MemoryError"` and a NUL-terminated message, then the allocator returns -1.
  */
@@ -663,6 +684,17 @@ int32_t RFFIObjectCreateOpaque(void *handle,
  * `out` must be writable.
  */
 int32_t RFFITypeIndexToKey(int32_t type_index, struct RFFIByteArray *out);
+
+/**
+ * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the
+ * result in `frame->result`: the same call, checks and outcome as
+ * `RFFIFunctionCall(frame->func, args, frame->num_args, &frame->result)`.
+ *
+ * # Safety
+ * `frame` must be NULL (a ValueError) or point to a frame header followed by `num_args` valid
+ * values; `func` must be NULL or a live object.
+ */
+int32_t RFFIFunctionCallFrame(struct RFFICallFrame *frame);
 
 /**
  * Imports a legacy DLPack managed tensor as a Tensor without copying the data.

@@ -40,7 +40,7 @@ use std::alloc::Layout;
 #[repr(transparent)]
 pub struct Tensor(ObjectRef);
 
-/// Flag bits of tensors made here.
+/// Bits of `TensorHead::flags`. Part of the fixed layout: other copies of rffi read them.
 const FLAG_READ_ONLY: u32 = 1;
 const FLAG_BORROWED: u32 = 2;
 
@@ -389,7 +389,9 @@ impl Tensor {
 
     /// Number of elements (1 for a 0-d tensor).
     pub fn numel(&self) -> i64 {
-        self.shape().iter().product()
+        // Tensors made or imported here have a count that fits; a foreign object that does not
+        // saturates instead of overflowing.
+        checked_numel(self.shape()).unwrap_or(i64::MAX)
     }
 
     /// Bytes the elements take when packed (sub-byte types rounded up to whole bytes).
