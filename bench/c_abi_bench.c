@@ -22,6 +22,8 @@ typedef int32_t (*decref_t)(RFFIObjectHandle);
 typedef void (*move_raised_t)(RFFIObjectHandle*);
 typedef void (*raise_cstr_t)(const char*, const char*);
 typedef int32_t (*create_t)(void*, RFFISafeCallType, void (*)(void*), RFFIObjectHandle*);
+typedef int32_t (*from_dlpack_t)(DLManagedTensorVersioned*, int32_t, int32_t, RFFIObjectHandle*);
+typedef int32_t (*to_dlpack_t)(RFFIObjectHandle, DLManagedTensorVersioned**);
 
 typedef struct {
   const char* name;
@@ -32,7 +34,9 @@ typedef struct {
   move_raised_t move_raised;
   raise_cstr_t raise_cstr;
   create_t create;
-  RFFIObjectHandle nop, add_one, raise, c_add3;
+  from_dlpack_t from_dlpack;
+  to_dlpack_t to_dlpack;
+  RFFIObjectHandle nop, add_one, raise, c_add3, tensor;
   const char* raise_name;
 } Runtime;
 
@@ -76,6 +80,33 @@ static int c_add3(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   return 0;
 }
 
+/* A producer's DLPack tensor (1024 float32 on the CPU) whose deleter does nothing, so the same
+ * struct can be handed over again after each release. */
+static float g_data[1024];
+static int64_t g_shape[1] = {1024};
+static int64_t g_strides[1] = {1};
+static void producer_deleter(DLManagedTensorVersioned* self) { (void)self; }
+
+static DLManagedTensorVersioned* producer_tensor(void) {
+  static DLManagedTensorVersioned t;
+  t.version.major = 1;
+  t.version.minor = 1;
+  t.manager_ctx = NULL;
+  t.deleter = producer_deleter;
+  t.flags = 0;
+  t.dl_tensor.data = g_data;
+  t.dl_tensor.device.device_type = kDLCPU;
+  t.dl_tensor.device.device_id = 0;
+  t.dl_tensor.ndim = 1;
+  t.dl_tensor.dtype.code = kDLFloat;
+  t.dl_tensor.dtype.bits = 32;
+  t.dl_tensor.dtype.lanes = 1;
+  t.dl_tensor.shape = g_shape;
+  t.dl_tensor.strides = g_strides;
+  t.dl_tensor.byte_offset = 0;
+  return &t;
+}
+
 static void load(Runtime* r, const char* name, void* lib, const char* prefix, const char* raise_name) {
   RFFIObjectHandle f = NULL;
   RFFIByteArray b = ba("bench.c_add3");
@@ -87,12 +118,15 @@ static void load(Runtime* r, const char* name, void* lib, const char* prefix, co
   r->move_raised = (move_raised_t)must_sym(lib, prefix, "ErrorMoveFromRaised");
   r->raise_cstr = (raise_cstr_t)must_sym(lib, prefix, "ErrorSetRaisedFromCStr");
   r->create = (create_t)must_sym(lib, prefix, "FunctionCreate");
+  r->from_dlpack = (from_dlpack_t)must_sym(lib, prefix, "TensorFromDLPackVersioned");
+  r->to_dlpack = (to_dlpack_t)must_sym(lib, prefix, "TensorToDLPackVersioned");
   r->nop = global(r, "testing.nop");
   r->add_one = global(r, "testing.add_one");
   r->raise_name = raise_name;
   r->raise = global(r, raise_name);
   if (r->create(NULL, c_add3, NULL, &f) != 0 || r->set_global(&b, f, 1) != 0) exit(2);
   r->c_add3 = f;
+  if (r->from_dlpack(producer_tensor(), 0, 0, &r->tensor) != 0) exit(2);
 }
 
 static double now_ns(void) {
@@ -117,7 +151,7 @@ static RFFIAny raw_str(const char* s) {
   return a;
 }
 
-enum { CALL0, CALL3, CALL_C3, ADD_ONE, LOOKUP, RAISE_C, RAISE_FN, NCASES };
+enum { CALL0, CALL3, CALL_C3, ADD_ONE, LOOKUP, RAISE_C, RAISE_FN, FROM_DLPACK, TO_DLPACK, NCASES };
 static const char* CASE_NAMES[NCASES] = {
     "call testing.nop() (0 args)",
     "call testing.nop(1, 2, 3) (3 int args)",
@@ -126,8 +160,11 @@ static const char* CASE_NAMES[NCASES] = {
     "FunctionGetGlobal(\"testing.add_one\") + DecRef",
     "ErrorSetRaisedFromCStr + ErrorMoveFromRaised + DecRef",
     "call a function that raises ValueError + move out + DecRef",
+    "TensorFromDLPackVersioned (1-D float32) + release (DecRef)",
+    "TensorToDLPackVersioned + release (the export's deleter)",
 };
-static const long ITERS[NCASES] = {2000000, 2000000, 2000000, 2000000, 1000000, 20000, 20000};
+static const long ITERS[NCASES] = {2000000, 2000000, 2000000, 2000000, 1000000, 20000, 20000,
+                                   1000000, 1000000};
 
 /* Runs one case for `iters` iterations; returns ns per operation. */
 static double run_case(Runtime* r, int c, long iters) {
@@ -174,6 +211,19 @@ static double run_case(Runtime* r, int c, long iters) {
         if (r->call(r->raise, args, 2, &result) != -1) exit(3);
         r->move_raised(&h);
         r->decref(h);
+      }
+      break;
+    case FROM_DLPACK:
+      for (i = 0; i < iters; ++i) {
+        if (r->from_dlpack(producer_tensor(), 0, 0, &h) != 0) exit(3);
+        r->decref(h);
+      }
+      break;
+    case TO_DLPACK:
+      for (i = 0; i < iters; ++i) {
+        DLManagedTensorVersioned* out = NULL;
+        if (r->to_dlpack(r->tensor, &out) != 0) exit(3);
+        out->deleter(out);
       }
       break;
   }
