@@ -1,8 +1,10 @@
 /* A tiny assertion harness for the C tests: counts checks, prints failures with their line, and
- * ends with the "N passed, N failed" line the test runners read. */
+ * ends with the "N passed, N failed" line the test runners read; plus helpers for calling the
+ * runtime. Include after rffi/c_api.h. */
 #ifndef RFFI_TEST_CHECK_H_
 #define RFFI_TEST_CHECK_H_
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 static int g_passed = 0;
@@ -38,6 +40,55 @@ static RFFIByteArray ba_of(const char* s) {
   ba.data = s;
   ba.size = strlen(s);
   return ba;
+}
+
+/* ---- Runtime helpers shared by the C tests (static inline: unused ones raise no warning) ---- */
+
+/* Looks up a global function (NULL if absent). */
+static inline RFFIObjectHandle get_global(const char* name) {
+  RFFIByteArray ba = ba_of(name);
+  RFFIObjectHandle f = NULL;
+  CHECK(RFFIFunctionGetGlobal(&ba, &f) == 0);
+  return f;
+}
+
+/* Takes the raised error, checks its kind and that its message contains `needle`, and returns it
+ * (the caller releases it). */
+static inline RFFIObjectHandle take_error(const char* kind, const char* needle) {
+  RFFIObjectHandle err = NULL;
+  RFFIByteArray k, m;
+  RFFIErrorMoveFromRaised(&err);
+  CHECK(err != NULL);
+  if (err == NULL) return NULL;
+  CHECK(RFFIErrorGetKind(err, &k) == 0 && ba_equals(k, kind));
+  CHECK(RFFIErrorGetMessage(err, &m) == 0 && ba_contains(m, needle));
+  if (!ba_equals(k, kind) || !ba_contains(m, needle)) {
+    fprintf(stderr, "  got %.*s: %.*s\n", (int)k.size, k.data, (int)m.size, m.data);
+  }
+  return err;
+}
+
+/* take_error, then release the error. */
+static inline void expect_error(const char* kind, const char* needle) {
+  RFFIObjectHandle err = take_error(kind, needle);
+  if (err != NULL) CHECK(RFFIObjectDecRef(err) == 0);
+}
+
+static inline RFFIAny int_any(int64_t x) {
+  RFFIAny a;
+  memset(&a, 0, sizeof(a));
+  a.type_index = kRFFIInt;
+  a.v.v_int64 = x;
+  return a;
+}
+
+/* An object handle as a (borrowed) argument value. */
+static inline RFFIAny object_arg(RFFIObjectHandle h) {
+  RFFIAny a;
+  memset(&a, 0, sizeof(a));
+  a.type_index = ((RFFIObject*)h)->type_index;
+  a.v.v_obj = (RFFIObject*)h;
+  return a;
 }
 
 static int finish(const char* name) {

@@ -28,36 +28,6 @@ static void c_sum_deleter(void* self) {
   free(self);
 }
 
-static RFFIObjectHandle get_global(const char* name) {
-  RFFIByteArray ba = ba_of(name);
-  RFFIObjectHandle f = NULL;
-  CHECK(RFFIFunctionGetGlobal(&ba, &f) == 0);
-  return f;
-}
-
-/* Takes the raised error and checks its kind and that its message contains `needle`. */
-static void expect_error(const char* kind, const char* needle) {
-  RFFIObjectHandle err = NULL;
-  RFFIByteArray k, m;
-  RFFIErrorMoveFromRaised(&err);
-  CHECK(err != NULL);
-  if (err == NULL) return;
-  CHECK(RFFIErrorGetKind(err, &k) == 0 && ba_equals(k, kind));
-  CHECK(RFFIErrorGetMessage(err, &m) == 0 && ba_contains(m, needle));
-  if (!ba_equals(k, kind) || !ba_contains(m, needle)) {
-    fprintf(stderr, "  got %.*s: %.*s\n", (int)k.size, k.data, (int)m.size, m.data);
-  }
-  CHECK(RFFIObjectDecRef(err) == 0);
-}
-
-static RFFIAny int_any(int64_t x) {
-  RFFIAny a;
-  memset(&a, 0, sizeof(a));
-  a.type_index = kRFFIInt;
-  a.v.v_int64 = x;
-  return a;
-}
-
 static void test_version(void) {
   RFFIVersion v;
   RFFIGetVersion(&v);

@@ -13,35 +13,6 @@ static RFFIObjectHandle load(const char* path) {
   return m;
 }
 
-static RFFIObjectHandle global(const char* name) {
-  RFFIByteArray b = ba_of(name);
-  RFFIObjectHandle f = NULL;
-  CHECK(RFFIFunctionGetGlobal(&b, &f) == 0);
-  return f;
-}
-
-static RFFIAny int_any(int64_t x) {
-  RFFIAny a;
-  memset(&a, 0, sizeof(a));
-  a.type_index = kRFFIInt;
-  a.v.v_int64 = x;
-  return a;
-}
-
-/* Takes the raised error; checks kind and message substring; returns it (caller releases). */
-static RFFIObjectHandle expect_error(const char* kind, const char* needle) {
-  RFFIObjectHandle err = NULL;
-  RFFIByteArray k, m;
-  RFFIErrorMoveFromRaised(&err);
-  CHECK(err != NULL);
-  if (!err) return NULL;
-  CHECK(RFFIErrorGetKind(err, &k) == 0 && ba_equals(k, kind));
-  CHECK(RFFIErrorGetMessage(err, &m) == 0 && ba_contains(m, needle));
-  if (!ba_equals(k, kind) || !ba_contains(m, needle))
-    fprintf(stderr, "  got %.*s: %.*s\n", (int)k.size, k.data, (int)m.size, m.data);
-  return err;
-}
-
 static int g_callback_calls = 0;
 
 /* Host callback handed to the plugin: doubles its argument. */
@@ -64,7 +35,7 @@ static void test_rust_plugin(const char* path) {
   CHECK(again == m);
   RFFIObjectDecRef(again);
 
-  add = global("rust_plugin.add");
+  add = get_global("rust_plugin.add");
   CHECK(add != NULL);
   args[0] = int_any(40);
   args[1] = int_any(2);
@@ -72,18 +43,18 @@ static void test_rust_plugin(const char* path) {
   CHECK(RFFIFunctionCall(add, args, 2, &result) == 0 && result.v.v_int64 == 42);
 
   /* An error raised in the plugin reaches this host with its traceback. */
-  div = global("rust_plugin.checked_div");
+  div = get_global("rust_plugin.checked_div");
   args[1] = int_any(0);
   CHECK(RFFIFunctionCall(div, args, 2, &result) == -1);
-  err = expect_error("ValueError", "cannot divide 40 by 0");
+  err = take_error("ValueError", "cannot divide 40 by 0");
   CHECK(RFFIErrorGetBacktrace(err, &bt) == 0);
   CHECK(ba_contains(bt, "examples/rust-plugin/src/lib.rs"));
   CHECK(ba_contains(bt, "in rust_plugin.checked_div"));
   RFFIObjectDecRef(err);
 
   /* The plugin calls a callback of this host. */
-  map = global("rust_plugin.map");
-  make_array = global("ffi.Array");
+  map = get_global("rust_plugin.map");
+  make_array = get_global("ffi.Array");
   CHECK(RFFIFunctionCreate(NULL, twice, NULL, &cb) == 0);
   args[0] = int_any(1);
   args[1] = int_any(2);
@@ -124,15 +95,15 @@ static void test_c_plugins(const char* plugin, const char* linked) {
   RFFIByteArray square = ba_of("square"), missing = ba_of("no_such_function");
   RFFIAny args[2], result;
   CHECK(m != NULL && l != NULL);
-  f = global("c_plugin.mul");
+  f = get_global("c_plugin.mul");
   args[0] = int_any(6);
   args[1] = int_any(7);
   memset(&result, 0, sizeof(result));
   CHECK(f && RFFIFunctionCall(f, args, 2, &result) == 0 && result.v.v_int64 == 42);
   RFFIObjectDecRef(f);
-  f = global("c_plugin.fail");
+  f = get_global("c_plugin.fail");
   CHECK(f && RFFIFunctionCall(f, args, 0, &result) == -1);
-  RFFIObjectDecRef(expect_error("RuntimeError", "c_plugin.fail was called"));
+  expect_error("RuntimeError", "c_plugin.fail was called");
   RFFIObjectDecRef(f);
   /* Exported __rffi_<name> symbols are found on demand. */
   CHECK(RFFIModuleGetFunction(m, &square, &f) == 0 && f != NULL);
@@ -140,7 +111,7 @@ static void test_c_plugins(const char* plugin, const char* linked) {
   RFFIObjectDecRef(f);
   CHECK(RFFIModuleGetFunction(m, &missing, &f) == 0 && f == NULL);
   /* The plugin that links librffi.so registered through the same runtime. */
-  f = global("linked.triple");
+  f = get_global("linked.triple");
   CHECK(f && RFFIFunctionCall(f, args, 1, &result) == 0 && result.v.v_int64 == 18);
   RFFIObjectDecRef(f);
   RFFIObjectDecRef(m);
@@ -155,20 +126,20 @@ static void test_bad_libraries(const char* bad_version, const char* not_a_librar
   snprintf(expected, sizeof(expected), "provides ABI %u.%u.%u", v.major, v.minor, v.patch);
   m = load(bad_version);
   CHECK(m == NULL);
-  RFFIObjectDecRef(expect_error("RuntimeError", "built for rffi ABI 99.0.0"));
+  expect_error("RuntimeError", "built for rffi ABI 99.0.0");
   CHECK(load(bad_version) == NULL);
-  RFFIObjectDecRef(expect_error("RuntimeError", expected));
-  CHECK(global("bad_version.never") == NULL);
+  expect_error("RuntimeError", expected);
+  CHECK(get_global("bad_version.never") == NULL);
   CHECK(load(not_a_library) == NULL);
-  RFFIObjectDecRef(expect_error("ValueError", "cannot load module"));
+  expect_error("ValueError", "cannot load module");
   CHECK(load("/no/such/dir/plugin.so") == NULL);
-  RFFIObjectDecRef(expect_error("ValueError", "/no/such/dir/plugin.so"));
+  expect_error("ValueError", "/no/such/dir/plugin.so");
   {
     RFFIObjectHandle out = NULL;
     CHECK(RFFIModuleLoadFromFile(NULL, &out) == -1);
-    RFFIObjectDecRef(expect_error("ValueError", "`path` is NULL"));
+    expect_error("ValueError", "`path` is NULL");
     CHECK(RFFIModuleGetFunction(NULL, NULL, &out) == -1);
-    RFFIObjectDecRef(expect_error("ValueError", "`module` is NULL"));
+    expect_error("ValueError", "`module` is NULL");
   }
 }
 

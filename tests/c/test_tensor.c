@@ -67,35 +67,6 @@ static Producer* make_producer(void) {
 
 /* ---- Helpers ---- */
 
-static RFFIObjectHandle get_global(const char* name) {
-  RFFIByteArray ba = ba_of(name);
-  RFFIObjectHandle f = NULL;
-  CHECK(RFFIFunctionGetGlobal(&ba, &f) == 0 && f != NULL);
-  return f;
-}
-
-static void expect_error(const char* kind, const char* needle) {
-  RFFIObjectHandle err = NULL;
-  RFFIByteArray k, m;
-  RFFIErrorMoveFromRaised(&err);
-  CHECK(err != NULL);
-  if (err == NULL) return;
-  CHECK(RFFIErrorGetKind(err, &k) == 0 && ba_equals(k, kind));
-  CHECK(RFFIErrorGetMessage(err, &m) == 0 && ba_contains(m, needle));
-  if (!ba_equals(k, kind) || !ba_contains(m, needle)) {
-    fprintf(stderr, "  got %.*s: %.*s\n", (int)k.size, k.data, (int)m.size, m.data);
-  }
-  CHECK(RFFIObjectDecRef(err) == 0);
-}
-
-static RFFIAny object_arg(RFFIObjectHandle h) {
-  RFFIAny a;
-  memset(&a, 0, sizeof(a));
-  a.type_index = ((RFFIObject*)h)->type_index;
-  a.v.v_obj = (RFFIObject*)h;
-  return a;
-}
-
 /* Calls the global `name` with one argument; returns its status, result in *out. */
 static int call1(const char* name, RFFIAny arg, RFFIAny* out) {
   RFFIObjectHandle f = get_global(name);
