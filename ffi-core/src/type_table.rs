@@ -2,6 +2,7 @@
 //! (indices from `kRFFIDynObjectBegin`).
 
 use crate::abi::*;
+use crate::error::{Error, Result};
 use crate::plugin::{byte_array, check, host};
 use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
@@ -89,31 +90,31 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
         .copied()
 }
 
-/// Returns the index of `key`, registering it as a new dynamic object type if unknown.
-pub fn get_or_alloc_type_index(key: &str) -> i32 {
+/// Returns the index of `key`, registering it as a new dynamic object type if unknown. An empty
+/// key is a ValueError.
+pub fn get_or_alloc_type_index(key: &str) -> Result<i32> {
+    if key.is_empty() {
+        return Err(Error::value_error("a type key must not be empty"));
+    }
     if let Some(host) = host() {
         let mut out = -1;
         // SAFETY: the host's entry point with a valid key and out-pointer.
-        let rc = unsafe { (host.type_register_key)(&byte_array(key.as_bytes()), &mut out) };
-        if rc == 0 {
-            return out;
-        }
-        // The host refused the key (empty): fall through to a local index, which is unique here.
-        let _ = crate::error::take_raised();
+        check(unsafe { (host.type_register_key)(&byte_array(key.as_bytes()), &mut out) })?;
+        return Ok(out);
     }
     if let Some(i) = type_key_to_index(key) {
-        return i;
+        return Ok(i);
     }
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
     if let Some(&i) = t.by_key.get(key) {
-        return i;
+        return Ok(i);
     }
     let index = kRFFIDynObjectBegin + t.dynamic.len() as i32;
     // Keys live as long as the process: type indices are never reused.
     let key: &'static str = Box::leak(key.into());
     t.dynamic.push(key);
     t.by_key.insert(key.into(), index);
-    index
+    Ok(index)
 }
 
 /// A user-facing name of a type index for error messages: `int`, `str`, `ffi.Array`, ...
@@ -144,11 +145,15 @@ mod tests {
 
     #[test]
     fn dynamic_types_get_stable_indices() {
-        let a = get_or_alloc_type_index("test.type_table.A");
-        let b = get_or_alloc_type_index("test.type_table.B");
+        let a = get_or_alloc_type_index("test.type_table.A").unwrap();
+        let b = get_or_alloc_type_index("test.type_table.B").unwrap();
         assert!(a >= kRFFIDynObjectBegin && b >= kRFFIDynObjectBegin);
         assert_ne!(a, b);
-        assert_eq!(get_or_alloc_type_index("test.type_table.A"), a);
+        assert_eq!(get_or_alloc_type_index("test.type_table.A").unwrap(), a);
+        assert_eq!(
+            get_or_alloc_type_index("").unwrap_err().kind(),
+            "ValueError"
+        );
         assert_eq!(type_index_to_key(b), Some("test.type_table.B"));
         assert_eq!(type_key_to_index("test.type_table.missing"), None);
         assert_eq!(type_name(kRFFISmallStr), "str");

@@ -120,7 +120,7 @@ fn use_count_through_containers() {
 
 #[test]
 fn runtime_registered_type_keys() {
-    let i = rffi_core::type_table::get_or_alloc_type_index("test_object.Point");
+    let i = rffi_core::type_table::get_or_alloc_type_index("test_object.Point").unwrap();
     assert!(i >= kRFFIDynObjectBegin);
     assert_eq!(
         rffi_core::type_table::type_key_to_index("test_object.Point"),

@@ -78,7 +78,7 @@ pub unsafe extern "C" fn RFFITypeRegisterKey(type_key: *const RFFIByteArray, out
             return Err(Error::value_error(format!("{F}: `type_key` is empty")));
         }
         // SAFETY: checked writable out-pointer.
-        unsafe { out.write(type_table::get_or_alloc_type_index(key)) };
+        unsafe { out.write(type_table::get_or_alloc_type_index(key)?) };
         Ok(())
     })
 }
