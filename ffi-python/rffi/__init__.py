@@ -1,0 +1,74 @@
+"""rffi: call functions of the rffi runtime (Rust, C, C++ and Python) by name from Python.
+
+Pure Python over ``librffi.so`` through ctypes: no compiled extension, one library for every
+CPython. The API follows Apache tvm-ffi's names::
+
+    import rffi
+
+    add_one = rffi.get_global_func("testing.add_one")
+    assert add_one(41) == 42
+
+    @rffi.register_global_func("demo.square")
+    def square(x):
+        return x * x
+
+    rffi.get_global_func("testing.apply")(square, 7)  # 49: native code calls back into Python
+
+``import rffi`` imports neither numpy nor torch; they are touched only when one of their values is
+passed.
+"""
+
+from __future__ import annotations
+
+from . import _lib
+from ._core import (
+    Array,
+    Function,
+    Map,
+    Shape,
+    convert,
+    get_global_func,
+    init_ffi_api,
+    list_global_func_names,
+    register_global_func,
+    remove_global_func,
+)
+from ._dtype import DataType, Device, device, dtype
+from ._error import Error, register_error
+from ._module import Module, load_module
+from ._object import Object
+from ._tensor import Tensor, from_dlpack
+
+__version__ = "0.1.0"
+
+#: The path of the loaded ``librffi.so``.
+LIB_PATH = _lib.LIB_PATH
+#: The C ABI version implemented by the loaded library, as (major, minor, patch).
+ABI_VERSION = _lib.VERSION
+
+__all__ = [
+    "ABI_VERSION",
+    "Array",
+    "DataType",
+    "Device",
+    "Error",
+    "Function",
+    "LIB_PATH",
+    "Map",
+    "Module",
+    "Object",
+    "Shape",
+    "Tensor",
+    "__version__",
+    "convert",
+    "device",
+    "dtype",
+    "from_dlpack",
+    "get_global_func",
+    "init_ffi_api",
+    "list_global_func_names",
+    "load_module",
+    "register_error",
+    "register_global_func",
+    "remove_global_func",
+]

@@ -1,0 +1,232 @@
+"""``Tensor`` and DLPack exchange (``rffi.from_dlpack``, ``Tensor.__dlpack__``), zero copy.
+
+DLPack capsules are handled through ``ctypes.pythonapi``; numpy and torch are never imported here:
+a value of theirs is recognised by its ``__dlpack__`` method, and torch is consulted (for the
+current CUDA stream) only when a CUDA torch tensor is passed, at which point torch is loaded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+
+from . import _core, _lib
+from ._dtype import DataType, Device
+from ._error import take_raised_exception
+from ._object import CLASS_OF_INDEX, Object, wrap_new
+
+_api = ctypes.pythonapi
+_PyCapsule_GetPointer = _api.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_IsValid = _api.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_SetName = _api.PyCapsule_SetName
+_PyCapsule_SetName.restype = ctypes.c_int
+_PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_New = _api.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_PyCapsule_GetPointerRaw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api)
+)
+_PyCapsule_IsValidRaw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api)
+)
+
+# Capsule names live as module constants: PyCapsule_SetName keeps the pointer, not a copy.
+_DLTENSOR = b"dltensor"
+_USED_DLTENSOR = b"used_dltensor"
+_DLTENSOR_VERSIONED = b"dltensor_versioned"
+_USED_DLTENSOR_VERSIONED = b"used_dltensor_versioned"
+
+_DLTENSOR_FMT = struct.Struct("<QiiiBBHQQQ")  # DLTensor: 48 bytes
+_MANAGED_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_read_ptr = ctypes.c_void_p.from_address
+
+
+class Tensor(Object):
+    """An n-dimensional array held by the runtime (``ffi.Tensor``), shared without copies with any
+    DLPack producer or consumer (numpy, torch, cupy, jax)."""
+
+    __slots__ = ()
+
+    def _dl(self):
+        return _DLTENSOR_FMT.unpack(ctypes.string_at(self._handle + 24, 48))
+
+    @property
+    def shape(self) -> tuple:
+        data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
+        return struct.unpack(f"<{ndim}q", ctypes.string_at(shape, 8 * ndim)) if ndim else ()
+
+    @property
+    def strides(self) -> tuple:
+        """Strides in elements (always filled by the runtime)."""
+        data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
+        if not ndim:
+            return ()
+        return struct.unpack(f"<{ndim}q", ctypes.string_at(strides, 8 * ndim))
+
+    @property
+    def ndim(self) -> int:
+        return self._dl()[3]
+
+    @property
+    def dtype(self) -> DataType:
+        d = self._dl()
+        return DataType._from_fields(d[4], d[5], d[6])
+
+    @property
+    def device(self) -> Device:
+        d = self._dl()
+        return Device(d[1], d[2])
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def data_ptr(self) -> int:
+        """The address of the first element (``data + byte_offset``)."""
+        d = self._dl()
+        return d[0] + d[9]
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in reversed(list(zip(self.shape, self.strides))):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def __dlpack_device__(self) -> tuple:
+        d = self._dl()
+        return (d[1], d[2])
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory: versioned (``dltensor_versioned``) when
+        the consumer passes ``max_version >= (1, 0)``, else the legacy ``dltensor``. The runtime has
+        no device queue of its own, so ``stream`` needs no synchronisation here."""
+        if copy:
+            raise BufferError("rffi.Tensor.__dlpack__ does not copy (copy=True was requested)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"rffi.Tensor is on {self.device}, not on device {dl_device}")
+        out = ctypes.c_void_p()
+        if max_version is not None and max_version[0] >= 1:
+            if _lib.TensorToDLPackVersioned(self._handle, ctypes.byref(out)) != 0:
+                raise take_raised_exception()
+            return _PyCapsule_New(out.value, _DLTENSOR_VERSIONED, _CAPSULE_DELETER_VERSIONED_ADDR)
+        if _lib.TensorToDLPack(self._handle, ctypes.byref(out)) != 0:
+            raise take_raised_exception()
+        return _PyCapsule_New(out.value, _DLTENSOR, _CAPSULE_DELETER_ADDR)
+
+    def __repr__(self) -> str:
+        return f"rffi.Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+
+CLASS_OF_INDEX[_lib.kTensor] = Tensor
+
+
+def _capsule_deleter(capsule, name, deleter_offset):
+    # A capsule nobody consumed still owns its managed tensor: call the tensor's deleter.
+    if _PyCapsule_IsValidRaw(capsule, name):
+        managed = _PyCapsule_GetPointerRaw(capsule, name)
+        deleter = _read_ptr(managed + deleter_offset).value
+        if deleter:
+            _MANAGED_DELETER(deleter)(managed)
+
+
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# DLManagedTensor: deleter at 56 (after DLTensor and manager_ctx); versioned: at 16.
+_CAPSULE_DELETER = _CAPSULE_DESTRUCTOR(lambda c: _capsule_deleter(c, _DLTENSOR, 56))
+_CAPSULE_DELETER_VERSIONED = _CAPSULE_DESTRUCTOR(
+    lambda c: _capsule_deleter(c, _DLTENSOR_VERSIONED, 16)
+)
+_CAPSULE_DELETER_ADDR = ctypes.cast(_CAPSULE_DELETER, ctypes.c_void_p).value
+_CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes.c_void_p).value
+
+
+def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) -> int:
+    """Imports a DLPack capsule as a Tensor handle (owned), marking the capsule used."""
+    if _PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
+        name, used, importer = _DLTENSOR_VERSIONED, _USED_DLTENSOR_VERSIONED, _lib.TensorFromDLPackVersioned
+    elif _PyCapsule_IsValid(capsule, _DLTENSOR):
+        name, used, importer = _DLTENSOR, _USED_DLTENSOR, _lib.TensorFromDLPack
+    else:
+        raise ValueError(
+            "rffi.from_dlpack: expected an unused DLPack capsule ('dltensor' or "
+            "'dltensor_versioned'); a capsule can be consumed only once"
+        )
+    managed = _PyCapsule_GetPointer(capsule, name)
+    out = ctypes.c_void_p()
+    rc = importer(managed, int(require_alignment), 1 if require_contiguous else 0, ctypes.byref(out))
+    # The runtime owns the managed tensor from here on, also when it refused it (its deleter has
+    # run then): the capsule must not delete it again.
+    _PyCapsule_SetName(capsule, used)
+    if rc != 0:
+        raise take_raised_exception()
+    return out.value
+
+
+def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
+    """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
+    jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
+    if isinstance(obj, Tensor) and not require_alignment and not require_contiguous:
+        return obj
+    if type(obj).__name__ == "PyCapsule":
+        capsule = obj
+    else:
+        dlpack = getattr(obj, "__dlpack__", None)
+        if dlpack is None:
+            raise TypeError(
+                f"rffi.from_dlpack: {type(obj).__name__} is not a DLPack producer (no __dlpack__)"
+            )
+        try:
+            capsule = dlpack(max_version=(1, 1))
+        except TypeError:  # a producer older than DLPack 1.0 takes no max_version
+            capsule = dlpack()
+    h = _consume_capsule(capsule, require_alignment, require_contiguous)
+    return wrap_new(Tensor, h, _lib.kTensor)
+
+
+# ---- Tensors as call arguments ----
+
+
+class _StreamGuard:
+    """Makes torch's current CUDA stream rffi's current stream for the device during one call."""
+
+    __slots__ = ("_dev", "_prev", "_tensor")
+
+    def __init__(self, tensor, dev_id: int, stream: int):
+        self._tensor = tensor
+        self._dev = dev_id
+        prev = ctypes.c_void_p()
+        if _lib.EnvSetStream(2, dev_id, stream, ctypes.byref(prev)) != 0:
+            raise take_raised_exception()
+        self._prev = prev.value
+
+    def _rffi_after_call(self):
+        _lib.EnvSetStream(2, self._dev, self._prev, None)
+
+
+def _set_dlpack(value, fr, i):
+    """Setter for DLPack producers passed directly as arguments (zero copy)."""
+    t = from_dlpack(value)
+    q = fr[1]
+    q[i] = _lib.kTensor
+    q[i + 1] = t._handle
+    if type(value).__module__ == "torch" and _lib.EnvSetStream is not None:
+        if value.is_cuda:
+            torch = sys.modules["torch"]
+            dev_id = value.device.index or 0
+            stream = torch.cuda.current_stream(dev_id).cuda_stream
+            return _StreamGuard(t, dev_id, stream)
+    return t
+
+
+_core._DLPACK_SETTER[0] = _set_dlpack
+_core._OBJ_DECODERS.pop(_lib.kTensor, None)

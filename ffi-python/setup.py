@@ -1,0 +1,75 @@
+"""Builds librffi.so (the rffi-c crate of the workspace) with cargo and ships it inside the pure-
+Python package `rffi`, as `rffi/librffi.so`. No Python extension module is built: one library
+serves every CPython, hence the `py3-none-<platform>` wheel tag.
+
+From a checkout the crate is `../ffi-c`; an sdist carries the workspace in `rust/` (see `Sdist`).
+Set CARGO_TARGET_DIR to reuse a warm cargo cache (`cargo build --release -p rffi-c` warms it).
+"""
+
+import os
+import shutil
+
+from setuptools import setup
+from setuptools.command.sdist import sdist as _sdist
+from setuptools_rust import Binding, RustExtension
+from setuptools_rust.build import build_rust as _build_rust
+
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel as _bdist_wheel
+except ImportError:  # setuptools < 70.1 keeps it in the wheel package
+    from wheel.bdist_wheel import bdist_wheel as _bdist_wheel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENDORED = os.path.join(HERE, "rust")
+MANIFEST = (
+    "rust/ffi-c/Cargo.toml" if os.path.isdir(VENDORED) else os.path.join("..", "ffi-c", "Cargo.toml")
+)
+LIB_NAME = "librffi.so"
+
+
+class BuildRust(_build_rust):
+    # The loader looks for exactly `librffi.so` next to rffi/__init__.py; setuptools-rust would
+    # otherwise name it like an extension module (librffi.cpython-311-x86_64-linux-gnu.so).
+    def get_dylib_ext_path(self, ext, target_fname):
+        build_ext = self.get_finalized_command("build_ext")
+        return os.path.join(os.path.dirname(build_ext.get_ext_fullpath(target_fname)), LIB_NAME)
+
+
+class BdistWheel(_bdist_wheel):
+    # Pure Python over a plain shared library: any CPython 3 on this platform.
+    def get_tag(self):
+        _, _, plat = super().get_tag()
+        return "py3", "none", plat
+
+
+class Sdist(_sdist):
+    # An sdist must build without the checkout around it: carry the Cargo workspace (every member,
+    # or cargo refuses the workspace) in rust/.
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        root = os.path.dirname(HERE)
+        dest = os.path.join(base_dir, "rust")
+        skip = shutil.ignore_patterns("target", ".git", "ffi-python", ".venv*", "__pycache__")
+        for name in os.listdir(root):
+            src = os.path.join(root, name)
+            if name in ("Cargo.toml", "Cargo.lock"):
+                os.makedirs(dest, exist_ok=True)
+                shutil.copy2(src, os.path.join(dest, name))
+            elif os.path.isdir(src) and name not in ("target", ".git", "ffi-python", "docs", "bench"):
+                if name.startswith(".") or name == "tests":
+                    continue
+                shutil.copytree(src, os.path.join(dest, name), ignore=skip)
+
+
+setup(
+    rust_extensions=[
+        RustExtension(
+            "rffi.librffi",
+            path=MANIFEST,
+            binding=Binding.NoBinding,
+            debug=False,
+        )
+    ],
+    cmdclass={"build_rust": BuildRust, "bdist_wheel": BdistWheel, "sdist": Sdist},
+    zip_safe=False,
+)
