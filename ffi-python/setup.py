@@ -22,7 +22,9 @@ except ImportError:  # setuptools < 70.1 keeps it in the wheel package
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENDORED = os.path.join(HERE, "rust")
 MANIFEST = (
-    "rust/ffi-c/Cargo.toml" if os.path.isdir(VENDORED) else os.path.join("..", "ffi-c", "Cargo.toml")
+    "rust/ffi-c/Cargo.toml"
+    if os.path.isdir(VENDORED)
+    else os.path.join("..", "ffi-c", "Cargo.toml")
 )
 LIB_NAME = "librffi.so"
 
@@ -55,7 +57,13 @@ class Sdist(_sdist):
             if name in ("Cargo.toml", "Cargo.lock"):
                 os.makedirs(dest, exist_ok=True)
                 shutil.copy2(src, os.path.join(dest, name))
-            elif os.path.isdir(src) and name not in ("target", ".git", "ffi-python", "docs", "bench"):
+            elif os.path.isdir(src) and name not in (
+                "target",
+                ".git",
+                "ffi-python",
+                "docs",
+                "bench",
+            ):
                 if name.startswith(".") or name == "tests":
                     continue
                 shutil.copytree(src, os.path.join(dest, name), ignore=skip)

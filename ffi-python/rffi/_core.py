@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 from . import _lib
 from ._dtype import DataType, Device
-from ._error import Error, _TRAMPOLINE_CODE, set_raised_from_python, take_raised_exception
+from ._error import _TRAMPOLINE_CODE, Error, set_raised_from_python, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, header_type_index, type_key, wrap_new
 
 _string_at = ctypes.string_at
@@ -54,14 +54,23 @@ _M64 = 0xFFFFFFFFFFFFFFFF
 # Frames
 
 # A frame: (ctypes buffer, int64 view, float64 view, address, capacity, byte view; struct packs
-# into the byte view, which exports its buffer faster than the ctypes array). In int64 units: [0] the
-# function, [1] num_args, [2:4] the result, then `capacity` argument slots of 2 words each, then
-# as many scratch slots (a bytes argument keeps its RFFIByteArray there).
+# into the byte view, which exports its buffer faster than the ctypes array). In int64 units:
+# [0] the function, [1] num_args, [2:4] the result, then `capacity` argument slots of 2 words
+# each, then as many scratch slots (a bytes argument keeps its RFFIByteArray there).
 _CAP = 6
 
 
+# ctypes caches array types only weakly, so a type whose last buffer dies becomes cyclic garbage:
+# keep the frame types alive (capacities are _CAP and, rarely, larger counts).
+_FRAME_TYPES: dict = {}
+
+
 def _new_frame(handle: int, cap: int):
-    buf = (ctypes.c_char * (32 + 32 * cap))()
+    size = 32 + 32 * cap
+    array_type = _FRAME_TYPES.get(size)
+    if array_type is None:
+        array_type = _FRAME_TYPES[size] = ctypes.c_char * size
+    buf = array_type()
     raw = memoryview(buf).cast("B")
     q = raw.cast("q")
     q[0] = handle
@@ -237,7 +246,7 @@ def _set_mapping(v, fr, i):
 
 
 def _set_shape(v, fr, i):
-    ti, h = _FFI_SHAPE._call_keep(v)
+    ti, h = _FFI_SHAPE._call_keep(*v)
     q = fr[1]
     q[i] = ti
     q[i + 1] = h
@@ -523,7 +532,12 @@ class Function(Object):
         if not callable(func):
             raise TypeError(f"rffi.Function expects a callable, got {type(func).__name__}")
         made = function_from_callable(func)
-        self._handle, self._tidx, self._frames, self._name = made._handle, made._tidx, [], made._name
+        self._handle, self._tidx, self._frames, self._name = (
+            made._handle,
+            made._tidx,
+            [],
+            made._name,
+        )
         made._handle = 0
 
     def __call__(self, *args):
@@ -586,11 +600,13 @@ class Function(Object):
     def _call_keep(self, *args):
         """Calls and returns ``(type_index, payload)`` of the result without converting it: for an
         object result, the caller takes over the reference."""
-        fr = _new_frame(self._handle, max(len(args), 1))
+        fr = _new_frame(self._handle, max(len(args), _CAP))
         q = fr[1]
         q[1] = len(args)
-        temps = [(_SETTERS.get(type(a)) or _resolve_setter(type(a)))(a, fr, 4 + 2 * k)
-                 for k, a in enumerate(args)]
+        temps = [
+            (_SETTERS.get(type(a)) or _resolve_setter(type(a)))(a, fr, 4 + 2 * k)
+            for k, a in enumerate(args)
+        ]
         try:
             if _CallFrame(fr[0]):
                 raise take_raised_exception()
@@ -731,8 +747,10 @@ def make_opaque(value) -> Object:
         raise TypeError(f"rffi: cannot pass a {type(value).__name__} on this interpreter")
     _Py_IncRef(value)
     out = _c_void_p()
-    if _lib.ObjectCreateOpaque(id(value), _lib.kOpaquePyObject, _OPAQUE_DELETER_ADDR,
-                               _byref(out)) != 0:
+    if (
+        _lib.ObjectCreateOpaque(id(value), _lib.kOpaquePyObject, _OPAQUE_DELETER_ADDR, _byref(out))
+        != 0
+    ):
         _Py_DecRef(id(value))
         raise take_raised_exception()
     return wrap_new(Object, out.value, _lib.kOpaquePyObject)
@@ -982,7 +1000,7 @@ def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
     for name in list_global_func_names():
         if not name.startswith(prefix):
             continue
-        leaf = name[len(prefix):]
+        leaf = name[len(prefix) :]
         if "." in leaf:
             continue
         setattr(module, leaf, get_global_func(name))

@@ -129,6 +129,7 @@ def device(device_type, index=None) -> Device:
 
 
 _DTYPE_CACHE: dict = {}
+_Any16 = ctypes.c_char * 16  # held here: ctypes caches array types only weakly
 _DTYPE_STR_CACHE: dict = {}
 _unpack_any = struct.Struct("<iIq").unpack_from
 _unpack_ba = struct.Struct("<QQ").unpack_from
@@ -139,8 +140,7 @@ def _parse_dtype(text: str) -> tuple:
     if cached is not None:
         return cached
     raw = text.encode("utf-8")
-    buf = ctypes.create_string_buffer(raw, len(raw))
-    ba = _lib.ByteArray(ctypes.addressof(buf), len(raw))
+    ba = _lib.ByteArray(ctypes.cast(ctypes.c_char_p(raw), ctypes.c_void_p).value, len(raw))
     out = _lib.DLDataType()
     if _lib.DataTypeFromString(ctypes.byref(ba), ctypes.byref(out)) != 0:
         from ._error import raise_last_error
@@ -158,7 +158,7 @@ def _print_dtype(code: int, bits: int, lanes: int) -> str:
     if cached is not None:
         return cached
     dt = _lib.DLDataType(code, bits, lanes)
-    out = (ctypes.c_char * 16)()
+    out = _Any16()
     if _lib.DataTypeToString(ctypes.byref(dt), out) != 0:
         from ._error import raise_last_error
 
@@ -191,7 +191,7 @@ class DataType:
         self._code, self._bits, self._lanes = _parse_dtype(text)
 
     @classmethod
-    def _from_fields(cls, code: int, bits: int, lanes: int) -> "DataType":
+    def _from_fields(cls, code: int, bits: int, lanes: int) -> DataType:
         self = cls.__new__(cls)
         self._code, self._bits, self._lanes = code, bits, lanes
         return self
@@ -252,7 +252,7 @@ def dtype(value) -> DataType:
     if dl is not None:
         code, bits, lanes = dl()
         return DataType._from_fields(int(code), int(bits), int(lanes))
-    module = type(value).__module__
+    module = (value if isinstance(value, type) else type(value)).__module__
     if module == "torch":  # torch.float32 -> "float32"
         name = str(value).rsplit(".", 1)[-1]
         return DataType(_FOREIGN_DTYPE_NAMES.get(name, name))

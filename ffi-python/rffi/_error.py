@@ -1,9 +1,9 @@
 """Errors crossing the boundary in both directions.
 
 Native -> Python: the raised Error object becomes a built-in exception picked by its kind
-(``ValueError``, ``KeyError``, ...; unknown kinds give ``RuntimeError``), with the Error reachable as
-``exc.__rffi_error__`` and the native frames of its traceback (``  File "<file>", line <n>, in <fn>``
-lines, most recent first) added after the Python frames as real-looking frames.
+(``ValueError``, ``KeyError``, ...; unknown kinds give ``RuntimeError``), with the Error reachable
+as ``exc.__rffi_error__`` and the native frames of its traceback (``  File "<file>", line <n>,
+in <fn>`` lines, most recent first) added after the Python frames as real-looking frames.
 
 Python -> native: an exception raised in a Python callback becomes an Error object (kind = the
 exception's class name, the Python frames in its traceback) raised in the runtime. The exception
@@ -282,8 +282,7 @@ def _append_backtrace(handle: int, text: bytes) -> bool:
     fn = ctypes.c_void_p.from_address(handle + 72).value
     if not fn or not text:
         return bool(fn)
-    buf = ctypes.create_string_buffer(text, len(text))
-    ba = _lib.ByteArray(ctypes.addressof(buf), len(text))
+    ba = _byte_array(text)
     _UPDATE_BACKTRACE(fn)(handle, ctypes.addressof(ba), 1)
     return True
 
@@ -325,7 +324,7 @@ def _sweep() -> None:
     Python), so exceptions swallowed by native code do not pile up."""
     global _PY_ERRORS_SWEEP_AT
     with _lock:
-        for handle, entry in list(_PY_ERRORS.items()):
+        for handle in list(_PY_ERRORS):
             if _read_u64(handle).value & 0xFFFFFFFF <= 1:
                 _PY_ERRORS.pop(handle, None)
         _PY_ERRORS_SWEEP_AT = max(256, 2 * len(_PY_ERRORS))

@@ -153,7 +153,11 @@ _CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes
 def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) -> int:
     """Imports a DLPack capsule as a Tensor handle (owned), marking the capsule used."""
     if _PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
-        name, used, importer = _DLTENSOR_VERSIONED, _USED_DLTENSOR_VERSIONED, _lib.TensorFromDLPackVersioned
+        name, used, importer = (
+            _DLTENSOR_VERSIONED,
+            _USED_DLTENSOR_VERSIONED,
+            _lib.TensorFromDLPackVersioned,
+        )
     elif _PyCapsule_IsValid(capsule, _DLTENSOR):
         name, used, importer = _DLTENSOR, _USED_DLTENSOR, _lib.TensorFromDLPack
     else:
@@ -163,7 +167,9 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         )
     managed = _PyCapsule_GetPointer(capsule, name)
     out = ctypes.c_void_p()
-    rc = importer(managed, int(require_alignment), 1 if require_contiguous else 0, ctypes.byref(out))
+    rc = importer(
+        managed, int(require_alignment), 1 if require_contiguous else 0, ctypes.byref(out)
+    )
     # The runtime owns the managed tensor from here on, also when it refused it (its deleter has
     # run then): the capsule must not delete it again.
     _PyCapsule_SetName(capsule, used)

@@ -1,0 +1,41 @@
+"""``python -m rffi info``: what this installation is (version, library, registered functions)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rffi", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    info = sub.add_parser("info", help="version, library path, registered global functions")
+    info.add_argument("--names", action="store_true", help="list every registered name")
+    args = parser.parse_args(argv)
+    if args.command != "info":
+        parser.print_help()
+        return 2
+
+    import rffi
+
+    names = rffi.list_global_func_names()
+    major, minor, patch = rffi.ABI_VERSION
+    print(f"rffi {rffi.__version__} (C ABI {major}.{minor}.{patch})")
+    print(f"library: {rffi.LIB_PATH}")
+    print(f"python: {sys.version.split()[0]} ({sys.implementation.name})")
+    print(f"global functions: {len(names)}")
+    namespaces: dict = {}
+    for name in names:
+        namespaces.setdefault(name.split(".", 1)[0] if "." in name else "", []).append(name)
+    for ns, members in sorted(namespaces.items()):
+        if args.names:
+            for name in members:
+                print(f"  {name}")
+        else:
+            shown = ", ".join(members[:6]) + (", ..." if len(members) > 6 else "")
+            print(f"  {ns or '(top level)'} ({len(members)}): {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

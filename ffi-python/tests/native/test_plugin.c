@@ -1,0 +1,49 @@
+/* A symbol-only plugin for the Python tests (no __rffi__init): functions found by name as
+ * exported __rffi_<name> safe-call symbols. Built by conftest.py with the C compiler. */
+#define _POSIX_C_SOURCE 199309L
+#include <time.h>
+#include "rffi/c_api.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT const RFFIVersion __rffi__version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
+                                            RFFI_VERSION_PATCH};
+EXPORT const RFFIHostApi* __rffi__host_api = NULL;
+
+static int fail(const char* kind, const char* message) {
+  if (__rffi__host_api) __rffi__host_api->error_set_raised_from_cstr(kind, message);
+  return -1;
+}
+
+/* sleep_ms(ms): blocks the calling thread, for the test that a native call leaves the GIL free. */
+EXPORT int __rffi_sleep_ms(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  if (n != 1 || args[0].type_index != kRFFIInt) return fail("TypeError", "sleep_ms(int)");
+  struct timespec ts;
+  ts.tv_sec = args[0].v.v_int64 / 1000;
+  ts.tv_nsec = (args[0].v.v_int64 % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+  result->type_index = kRFFINone;
+  return 0;
+}
+
+/* add3(a, b, c) = a + b + c. */
+EXPORT int __rffi_add3(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  if (n != 3) return fail("TypeError", "add3 expects 3 ints");
+  for (int i = 0; i < 3; ++i) {
+    if (args[i].type_index != kRFFIInt) return fail("TypeError", "add3 expects 3 ints");
+  }
+  result->type_index = kRFFIInt;
+  result->v.v_int64 = args[0].v.v_int64 + args[1].v.v_int64 + args[2].v.v_int64;
+  return 0;
+}
+
+/* nargs(...) = the number of arguments. */
+EXPORT int __rffi_nargs(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  (void)args;
+  result->type_index = kRFFIInt;
+  result->v.v_int64 = n;
+  return 0;
+}

@@ -1,0 +1,93 @@
+"""Reference counts, wrapper lifetimes and a leak check over 100 000 calls."""
+
+import gc
+import resource
+import sys
+
+import rffi
+from rffi import _core, _error
+
+
+def test_use_counts(testing):
+    arr = rffi.convert((1, 2, 3))
+    assert testing.object_use_count(arr) == 1
+    holder = testing.echo([arr, {"a": 1, "b": arr}])
+    assert testing.object_use_count(arr) == 3
+    del holder
+    assert testing.object_use_count(arr) == 1
+    same = testing.echo(arr)
+    assert same.same_as(arr) and same == arr and hash(same) == hash(arr)
+    assert testing.object_use_count(arr) == 2
+    del same
+    assert testing.object_use_count(arr) == 1
+
+
+def test_wrapper_releases_its_object(testing):
+    inner = rffi.convert([1])
+    outer = rffi.convert([inner])
+    assert testing.object_use_count(inner) == 2
+    del outer
+    assert testing.object_use_count(inner) == 1
+
+
+def test_opaque_object_refcounts(testing):
+    class Thing:
+        pass
+
+    x = Thing()
+    before = sys.getrefcount(x)
+    for _ in range(1000):
+        assert testing.echo(x) is x
+    kept = testing.echo([x, x])
+    assert sys.getrefcount(x) == before + 2
+    del kept
+    assert sys.getrefcount(x) == before
+
+
+def test_temporaries_are_released(testing):
+    # Containers made for a call are released after it; a callback's wrappers after it returns.
+    s = "a heap string long enough " * 4
+    before = sys.getrefcount(s)
+    for _ in range(1000):
+        testing.nop([s, {"k": s}], s, s.encode())
+        testing.apply(lambda *a: None, s, [1, 2])
+    assert sys.getrefcount(s) == before
+
+
+def _rss_kib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def test_no_leak_over_100k_calls(testing):
+    class Payload:
+        pass
+
+    p = Payload()
+    text = "long text argument for the heap path " * 2
+    cb = rffi.convert(lambda a, b: a)
+    callbacks = len(_core._CALLBACKS)
+
+    def round_of_calls(n):
+        for i in range(n):
+            testing.add_one(i)
+            testing.echo(text)
+            testing.echo(p)
+            testing.echo([i, "x", p])
+            testing.echo({"k": i})
+            testing.apply(cb, i, text)
+            try:
+                testing.raise_error("ValueError", "leak check")
+            except ValueError:
+                pass
+
+    round_of_calls(2_000)  # warm caches and pools
+    gc.collect()
+    refs = sys.getrefcount(p), sys.getrefcount(text), sys.getrefcount(cb)
+    rss = _rss_kib()
+    round_of_calls(100_000 // 7)  # 100 000 calls in all
+    gc.collect()
+    assert (sys.getrefcount(p), sys.getrefcount(text), sys.getrefcount(cb)) == refs
+    assert len(_core._CALLBACKS) == callbacks
+    assert len(_error._PY_ERRORS) < 300
+    grown = _rss_kib() - rss
+    assert grown < 8 * 1024, f"resident memory grew by {grown} KiB over 100 000 calls"

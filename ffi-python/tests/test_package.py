@@ -1,0 +1,123 @@
+"""The package as installed: import cost, no eager numpy/torch, the CLI, typing files, devices and
+dtypes, library selection."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import rffi
+
+PKG = pathlib.Path(rffi.__file__).parent
+
+
+def _python(code, **env):
+    full = dict(os.environ, **env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full, check=False
+    )
+
+
+def test_import_is_fast_and_lazy():
+    code = (
+        "import sys, time\n"
+        "t = time.perf_counter(); import rffi; ms = (time.perf_counter() - t) * 1e3\n"
+        "print(ms, 'numpy' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    times = []
+    for _ in range(5):
+        out = _python(code)
+        assert out.returncode == 0, out.stderr
+        ms, has_numpy, has_torch = out.stdout.split()
+        assert has_numpy == "False" and has_torch == "False"
+        times.append(float(ms))
+    assert min(times) <= 50.0, f"import rffi took {min(times):.1f} ms at best"
+
+
+def test_cli_info():
+    out = subprocess.run(
+        [sys.executable, "-m", "rffi", "info"], capture_output=True, text=True, check=True
+    )
+    assert f"rffi {rffi.__version__}" in out.stdout
+    assert rffi.LIB_PATH in out.stdout
+    # This process has loaded plugins and registered functions; count in a fresh one.
+    fresh = _python("import rffi; print(len(rffi.list_global_func_names()))")
+    assert f"global functions: {fresh.stdout.strip()}" in out.stdout
+    names = subprocess.run(
+        [sys.executable, "-m", "rffi", "info", "--names"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "  testing.echo" in names.stdout
+
+
+def test_typing_files_are_installed():
+    assert (PKG / "py.typed").exists()
+    assert (PKG / "__init__.pyi").exists()
+
+
+def test_library_is_inside_the_package_or_chosen_by_env():
+    if os.environ.get("RFFI_LIBRARY_PATH"):
+        assert rffi.LIB_PATH.startswith(os.path.abspath(os.environ["RFFI_LIBRARY_PATH"]))
+    else:
+        assert pathlib.Path(rffi.LIB_PATH).parent == PKG
+    out = _python("import rffi; print(rffi.LIB_PATH)", RFFI_LIBRARY_PATH=rffi.LIB_PATH)
+    assert out.stdout.strip() == rffi.LIB_PATH
+    bad = _python("import rffi", RFFI_LIBRARY_PATH="/nonexistent/librffi.so")
+    assert bad.returncode != 0 and "RFFI_LIBRARY_PATH" in bad.stderr
+
+
+def test_version():
+    assert rffi.__version__ == "0.1.0"
+    assert rffi.ABI_VERSION[0] == 0
+
+
+def test_device():
+    d = rffi.device("cuda", 1)
+    assert d.type == "cuda" and d.index == 1 and d.dlpack_device_type() == 2
+    assert str(d) == "cuda:1" and repr(d) == "device(type='cuda', index=1)"
+    assert d == rffi.device("cuda:1") == "cuda:1"
+    assert hash(d) == hash(rffi.device("cuda:1"))
+    assert rffi.device("cpu") == rffi.device(1, 0)
+    assert rffi.device("gpu:0").type == "cuda"
+    assert len({rffi.device("cpu"), rffi.device("cpu:0"), rffi.device("cuda")}) == 2
+    for bad in ("tpu", "cuda:x", "cuda:-1", ""):
+        with pytest.raises(ValueError):
+            rffi.device(bad)
+    with pytest.raises(ValueError, match="already has an index"):
+        rffi.device("cuda:1", 2)
+    with pytest.raises(TypeError):
+        rffi.device(1.5)
+
+
+def test_dtype():
+    t = rffi.dtype("float32")
+    assert str(t) == "float32" and repr(t) == "dtype('float32')"
+    assert t.bits == 32 and t.lanes == 1 and t.type_code == 2 and t.itemsize == 4
+    assert t == rffi.dtype("float32") == "float32" and t != "int32"
+    assert hash(t) == hash(rffi.DataType("float32"))
+    v = rffi.dtype("int8x4")
+    assert v.lanes == 4 and str(v) == "int8x4"
+    assert rffi.dtype("bfloat16").type_code == 4
+    with pytest.raises(ValueError, match="notatype"):
+        rffi.dtype("notatype")
+    with pytest.raises(TypeError):
+        rffi.dtype(3)
+
+
+def test_dtype_from_numpy():
+    np = pytest.importorskip("numpy")
+    assert rffi.dtype(np.float32) == "float32"
+    assert rffi.dtype(np.dtype("int64")) == "int64"
+    assert rffi.dtype(np.dtype("bool")) == "bool"
+
+
+def test_object_reprs(testing):
+    assert repr(rffi.Array([1])) == "Array([1])"
+    assert repr(rffi.Map({"a": 1})) == "Map({'a': 1})"
+    err = rffi.Error("KeyError", "k")
+    assert str(err) == "KeyError: k"
+    assert rffi.Array([]).type_key == "ffi.Array"

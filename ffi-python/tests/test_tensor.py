@@ -1,0 +1,129 @@
+"""Tensors and DLPack: numpy always (the test set-up installs it), torch where installed."""
+
+import gc
+
+import pytest
+
+import rffi
+
+np = pytest.importorskip("numpy")
+
+
+def test_from_numpy_shares_memory(testing):
+    a = np.arange(10, dtype=np.int32)
+    t = rffi.from_dlpack(a)
+    assert isinstance(t, rffi.Tensor)
+    assert t.shape == (10,) and t.strides == (1,) and t.ndim == 1
+    assert t.dtype == rffi.dtype("int32") and t.device == rffi.device("cpu", 0)
+    assert t.data_ptr() == a.ctypes.data
+    assert t.__dlpack_device__() == (1, 0)
+    back = np.from_dlpack(testing.echo(t))
+    back[3] = 42
+    assert a[3] == 42
+    assert repr(t) == "rffi.Tensor(shape=(10,), dtype=int32, device=cpu:0)"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint16", "int64", "bool"])
+def test_dtypes_and_shapes(dtype):
+    a = np.zeros((2, 3, 4), dtype=dtype)
+    t = rffi.from_dlpack(a)
+    assert t.shape == (2, 3, 4) and t.strides == (12, 4, 1)
+    assert str(t.dtype) == dtype
+    assert rffi.dtype(a.dtype) == t.dtype
+
+
+def test_numpy_array_passed_directly(testing):
+    a = np.ones((3, 2), dtype=np.float32)
+    assert testing.tensor_shape(a) == (3, 2)
+    out = testing.echo(a)
+    assert isinstance(out, rffi.Tensor) and out.data_ptr() == a.ctypes.data
+    testing.tensor_zero_(a)  # writes through the shared memory
+    assert not a.any()
+
+
+def test_strided_and_contiguity():
+    a = np.arange(20, dtype=np.float64)[::2]
+    t = rffi.from_dlpack(a)
+    assert t.shape == (10,) and t.strides == (2,)
+    assert not t.is_contiguous()
+    with pytest.raises(ValueError):
+        rffi.from_dlpack(a, require_contiguous=True)
+
+
+def test_zero_dim():
+    t = rffi.from_dlpack(np.array(3.5))
+    assert t.shape == () and t.ndim == 0
+    assert float(np.from_dlpack(t)) == 3.5
+
+
+def test_capsules_legacy_and_versioned(testing):
+    a = np.arange(6, dtype=np.int16)
+    legacy = a.__dlpack__()
+    t = rffi.from_dlpack(legacy)
+    assert t.shape == (6,)
+    with pytest.raises(ValueError, match="consumed only once"):
+        rffi.from_dlpack(legacy)
+    versioned = a.__dlpack__(max_version=(1, 1))
+    assert rffi.from_dlpack(versioned).data_ptr() == a.ctypes.data
+    # Export both ways; an unconsumed capsule releases the tensor when it dies.
+    before = testing.object_use_count(t)
+    cap = t.__dlpack__()
+    cap2 = t.__dlpack__(max_version=(1, 0))
+    assert testing.object_use_count(t) == before + 2
+    del cap, cap2
+    gc.collect()
+    assert testing.object_use_count(t) == before
+
+
+def test_numpy_view_of_rffi_tensor_keeps_it_alive(testing):
+    t = testing.tensor_empty([4], rffi.dtype("float32"), rffi.device("cpu"))
+    view = np.from_dlpack(t)
+    before = testing.object_use_count(t)
+    del t
+    view[:] = 7.0
+    assert view.sum() == 28.0
+    assert before >= 1
+
+
+def test_not_a_dlpack_producer():
+    with pytest.raises(TypeError, match="not a DLPack producer"):
+        rffi.from_dlpack(3)
+
+
+torch = None
+try:  # torch is optional
+    import torch  # noqa: F811
+except ImportError:
+    pass
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+needs_cuda = pytest.mark.skipif(
+    torch is None or not torch.cuda.is_available(), reason="needs torch with CUDA"
+)
+
+
+@needs_torch
+def test_torch_cpu_round_trip(testing):
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    t = rffi.from_dlpack(x)
+    assert t.shape == (3, 4) and t.dtype == rffi.dtype(torch.float32)
+    y = torch.from_dlpack(testing.echo(x))
+    y[0, 0] = 100
+    assert x[0, 0] == 100
+
+
+@needs_cuda
+def test_torch_cuda_tensor_and_stream(testing):
+    from rffi import _lib
+
+    x = torch.arange(8, device="cuda:0", dtype=torch.float32)
+    t = rffi.from_dlpack(x)
+    assert t.device == rffi.device("cuda", 0)
+    y = torch.from_dlpack(testing.echo(t))
+    assert y.data_ptr() == x.data_ptr()
+    s = torch.cuda.Stream()
+    seen = []
+    with torch.cuda.stream(s):
+        testing.apply(lambda arg: seen.append(_lib.EnvGetStream(2, 0)), x)
+    assert seen == [s.cuda_stream]
+    assert not _lib.EnvGetStream(2, 0)  # restored after the call

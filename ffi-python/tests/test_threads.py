@@ -1,0 +1,92 @@
+"""Calls from many Python threads at once, and native calls that leave the GIL free."""
+
+import threading
+import time
+
+import rffi
+
+
+def test_eight_threads(testing):
+    errors = []
+    results = {}
+
+    def worker(k):
+        try:
+            cb = rffi.convert(lambda x: x * 2 + k)
+            total = 0
+            for i in range(3000):
+                assert testing.add_one(i) == i + 1
+                assert testing.echo(f"thread {k} call {i}") == f"thread {k} call {i}"
+                assert testing.apply(cb, i) == i * 2 + k
+                assert list(testing.echo([k, i])) == [k, i]
+                try:
+                    testing.raise_error("KeyError", f"t{k}")
+                except KeyError as e:
+                    assert e.__rffi_error__.message == f"t{k}"
+                total += 1
+            results[k] = total
+        except BaseException as e:  # report in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert results == {k: 3000 for k in range(8)}
+
+
+def test_same_function_object_from_threads(testing):
+    # One Function wrapper shared by all threads: each call takes its own frame.
+    f = rffi.get_global_func("testing.echo")
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(5000):
+                assert f(k, i) == k
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_long_native_call_does_not_hold_the_gil(test_plugin):
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        time.sleep(0.02)
+        start = time.perf_counter()
+        test_plugin.sleep_ms(300)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        t.join()
+    during = [x for x in ticks if start < x < end]
+    assert end - start >= 0.29
+    # With the GIL held the ticker could not run at all during the call.
+    assert len(during) > 20, f"only {len(during)} ticks during a 300 ms native call"
+
+
+def test_native_calls_run_in_parallel(test_plugin):
+    start = time.perf_counter()
+    threads = [threading.Thread(target=test_plugin.sleep_ms, args=(200,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert time.perf_counter() - start < 0.6  # 4 x 200 ms, overlapped
