@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test bench header clean
+.PHONY: all demo test check-tools fmt-check clippy rust-test python-test python-demo bench header clean
 
 all: demo
 
@@ -22,7 +22,7 @@ check-tools:
 RUST_PLUGIN := $(LIB_RELEASE)/librffi_example_rust_plugin.so
 C_PLUGIN := $(BUILD)/libc_plugin.so
 
-demo: check-tools
+demo: check-tools python-demo
 	$(CARGO) build --release -p rffi-c -p rffi-example-rust-host -p rffi-example-rust-plugin
 	@mkdir -p $(BUILD)
 	$(CC) -std=c99 -Wall -Wextra -O2 -shared -fPIC -Iinclude examples/c-plugin/plugin.c -o $(C_PLUGIN)
@@ -34,7 +34,7 @@ demo: check-tools
 	$(TARGET_DIR)/release/rffi-example-rust-host $(RUST_PLUGIN) $(C_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
-test: check-tools fmt-check clippy rust-test
+test: check-tools fmt-check clippy rust-test python-test
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -45,6 +45,14 @@ clippy:
 rust-test:
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+
+## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
+python-test: check-tools
+	ffi-python/scripts/test.sh
+
+## The Python examples in examples/python, against a fresh install of the package.
+python-demo: check-tools
+	ffi-python/scripts/demo.sh
 
 ## Regenerate include/rffi/c_api.h after changing the C API.
 header:
