@@ -378,12 +378,17 @@ def _fill(fr, args, n):
             q[i] = 3
             d[i + 1] = a
         else:
-            k = (_SETTERS.get(t) or _resolve_setter(t))(a, fr, i)
-            if k is not None:
-                if temps is None:
-                    temps = [k]
-                else:
-                    temps.append(k)
+            setter = _SETTERS.get(t) or _resolve_setter(t)
+            if setter is _set_object and a._handle:  # runtime objects: borrowed as they are
+                q[i] = a._tidx
+                q[i + 1] = a._handle
+            else:
+                k = setter(a, fr, i)
+                if k is not None:
+                    if temps is None:
+                        temps = [k]
+                    else:
+                        temps.append(k)
         i += 2
     return temps
 

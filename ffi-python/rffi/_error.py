@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import struct
 import threading
 import types
 
@@ -24,6 +25,7 @@ from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 _string_at = ctypes.string_at
 _byref = ctypes.byref
+_unpack_cell = struct.Struct("<QQQQ").unpack
 
 _KIND_TO_CLASS = {
     name: getattr(builtins, name)
@@ -242,12 +244,12 @@ def take_raised_exception() -> BaseException:
         err._tb_mark = tb
         return exc.with_traceback(tb)
     err = wrap_new(Error, handle, _lib.kError)
-    ba = _lib.ByteArray()
-    _lib.ErrorGetKind(handle, _byref(ba))
-    kind = _string_at(ba.data, ba.size).decode("utf-8", "replace") if ba.size else "RuntimeError"
-    _lib.ErrorGetMessage(handle, _byref(ba))
-    message = _string_at(ba.data, ba.size).decode("utf-8", "replace") if ba.size else ""
-    exc = _new_exception(kind, message, err)
+    # Kind and message straight from the Error cell (two RFFIByteArray at offset 24), which is
+    # the ABI; this path is the cost of every raise, so it saves the two accessor calls.
+    kind_data, kind_size, msg_data, msg_size = _unpack_cell(_string_at(handle + 24, 32))
+    kind = _string_at(kind_data, kind_size).decode("utf-8", "replace") if kind_size else ""
+    message = _string_at(msg_data, msg_size).decode("utf-8", "replace") if msg_size else ""
+    exc = _new_exception(kind or "RuntimeError", message, err)
     tb = _native_tb(_backtrace_bytes(handle).decode("utf-8", "replace"), None)
     err._tb_mark = tb
     return exc.with_traceback(tb)

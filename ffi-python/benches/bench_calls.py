@@ -1,0 +1,257 @@
+"""Per-call cost from Python: rffi (ctypes path) side by side with tvm-ffi (Cython) and plain
+ctypes calls of equivalent C functions, in one process. Prints a Markdown table.
+
+Run: ffi-python/benches/run.sh (sets up the venv and the library). Needs `cc`; tvm-ffi and numpy
+are optional (their columns/rows are left out when missing).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+
+import rffi
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+try:
+    import tvm_ffi
+except ImportError:  # pragma: no cover
+    tvm_ffi = None
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None
+
+
+def build_helpers() -> str:
+    out = pathlib.Path(tempfile.mkdtemp(prefix="rffi-bench-")) / "libbench_helpers.so"
+    subprocess.run(
+        [
+            os.environ.get("CC", "cc"),
+            "-O2",
+            "-shared",
+            "-fPIC",
+            f"-I{REPO / 'include'}",
+            str(HERE / "bench_helpers.c"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
+    return str(out)
+
+
+def measure(stmt, env, number, repeat):
+    """(median, best) ns per call of `stmt` over `repeat` runs of `number` calls."""
+    times = timeit.repeat(stmt, number=number, repeat=repeat, globals=env)
+    per = [t / number * 1e9 for t in times]
+    return statistics.median(per), min(per)
+
+
+def main():
+    number = int(os.environ.get("RFFI_BENCH_NUMBER", "50000"))
+    repeat = int(os.environ.get("RFFI_BENCH_REPEAT", "7"))
+    lib_path = build_helpers()
+    c = ctypes.CDLL(lib_path)
+    c.noop.restype = None
+    c.add_one.argtypes = [ctypes.c_int64]
+    c.add_one.restype = ctypes.c_int64
+    c.add3.argtypes = [ctypes.c_int64] * 3
+    c.add3.restype = ctypes.c_int64
+    c.take_ptr.argtypes = [ctypes.c_void_p]
+    c.take_ptr.restype = ctypes.c_int64
+    c.take_str.argtypes = [ctypes.c_char_p]
+    c.take_str.restype = ctypes.c_size_t
+    CB = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+    c.call_cb.argtypes = [CB, ctypes.c_int64]
+    c.call_cb.restype = ctypes.c_int64
+    c.fail.restype = ctypes.c_int32
+
+    def py_add_one(x):
+        return x + 1
+
+    cb = CB(py_add_one)
+
+    def ctypes_raise():
+        try:
+            if c.fail() != 0:
+                raise ValueError("x")
+        except ValueError:
+            pass
+
+    env = {"c": c, "cb": cb, "ctypes_raise": ctypes_raise}
+    short, long64 = "hello", "x" * 64
+    env.update(short=short, long64=long64, py_add_one=py_add_one)
+
+    # rffi
+    r = {
+        name: rffi.get_global_func(f"testing.{name}")
+        for name in ("nop", "echo", "add_one", "apply", "raise_error")
+    }
+    rmod = rffi.load_module(lib_path)
+    env.update(
+        r_nop=r["nop"],
+        r_echo=r["echo"],
+        r_add_one=r["add_one"],
+        r_apply=r["apply"],
+        r_raise=r["raise_error"],
+        r_add3=rmod.get_function("add3"),
+        r_cb=rffi.convert(py_add_one),
+        rffi=rffi,
+    )
+
+    def r_raise_catch():
+        try:
+            r["raise_error"]("ValueError", "x")
+        except ValueError:
+            pass
+
+    env["r_raise_catch"] = r_raise_catch
+
+    if tvm_ffi is not None:
+        t = {
+            name: tvm_ffi.get_global_func(f"testing.{name}")
+            for name in ("nop", "echo", "add_one", "apply", "test_raise_error")
+        }
+        tmod = tvm_ffi.load_module(lib_path)
+        env.update(
+            t_nop=t["nop"],
+            t_echo=t["echo"],
+            t_add_one=t["add_one"],
+            t_apply=t["apply"],
+            t_add3=tmod["add3"],
+            t_cb=tvm_ffi.convert(py_add_one),
+            tvm_ffi=tvm_ffi,
+        )
+
+        def t_raise_catch():
+            try:
+                t["test_raise_error"]("ValueError", "x")
+            except ValueError:
+                pass
+
+        env["t_raise_catch"] = t_raise_catch
+
+    if np is not None:
+        arr = np.arange(1024, dtype=np.float32)
+        env.update(
+            arr=arr, r_tensor=rffi.from_dlpack(arr), arr_ptr=ctypes.c_void_p(arr.ctypes.data)
+        )
+        if tvm_ffi is not None:
+            env["t_tensor"] = tvm_ffi.from_dlpack(arr)
+
+    # (label, rffi stmt, tvm-ffi stmt, ctypes stmt, ctypes description, calls scale)
+    cases = [
+        ("nop()", "r_nop()", "t_nop()", "c.noop()", "void noop(void)", 1),
+        ("add_one(1)", "r_add_one(1)", "t_add_one(1)", "c.add_one(1)", "int64 add_one(int64)", 1),
+        (
+            "add3(1, 2, 3): 3 ints -> int",
+            "r_add3(1, 2, 3)",
+            "t_add3(1, 2, 3)",
+            "c.add3(1, 2, 3)",
+            "int64 add3(int64 x3)",
+            1,
+        ),
+        (
+            "nop(tensor)",
+            "r_nop(r_tensor)",
+            "t_nop(t_tensor)",
+            "c.take_ptr(arr_ptr)",
+            "f(void*), prebuilt c_void_p",
+            1,
+        ),
+        (
+            "nop(numpy array) (DLPack per call)",
+            "r_nop(arr)",
+            "t_nop(arr)",
+            "c.take_ptr(arr.ctypes.data)",
+            "f(void*) with arr.ctypes.data",
+            1,
+        ),
+        (
+            "nop('hello')",
+            "r_nop(short)",
+            "t_nop(short)",
+            "c.take_str(short.encode())",
+            "f(char*), str encoded per call",
+            1,
+        ),
+        (
+            "nop(64-char str)",
+            "r_nop(long64)",
+            "t_nop(long64)",
+            "c.take_str(long64.encode())",
+            "f(char*), str encoded per call",
+            1,
+        ),
+        ("echo('hello') -> str", "r_echo(short)", "t_echo(short)", None, "", 1),
+        (
+            "Python callback round trip: apply(f, 1)",
+            "r_apply(r_cb, 1)",
+            "t_apply(t_cb, 1)",
+            "c.call_cb(cb, 1)",
+            "C calls a CFUNCTYPE callback",
+            1,
+        ),
+        (
+            "from_dlpack(numpy)",
+            "rffi.from_dlpack(arr)",
+            "tvm_ffi.from_dlpack(arr)",
+            "arr.__dlpack__()",
+            "numpy's __dlpack__() alone",
+            1,
+        ),
+        (
+            "raise + catch an error",
+            "r_raise_catch()",
+            "t_raise_catch()",
+            "ctypes_raise()",
+            "f() returns -1, Python raises",
+            20,
+        ),
+    ]
+    have_np = np is not None
+    print(
+        f"Python calls, ns per call (median / best of {repeat} x {number}); "
+        f"CPython {platform.python_version()}, tvm-ffi "
+        f"{getattr(tvm_ffi, '__version__', 'absent')}, {os.cpu_count()} cores"
+    )
+    print()
+    print(
+        "| call | rffi | tvm-ffi | plain ctypes | rffi / tvm-ffi | rffi / ctypes | ctypes baseline |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for label, rs, ts, cs, cdesc, scale in cases:
+        if ("arr" in rs or "tensor" in rs) and not have_np:
+            continue
+        n = max(number // scale, 100)
+        rm, rb = measure(rs, env, n, repeat)
+        tm = tb = cm = cb_ = None
+        if tvm_ffi is not None:
+            tm, tb = measure(ts, env, n, repeat)
+        if cs is not None:
+            cm, cb_ = measure(cs, env, n, repeat)
+
+        def fmt(m, b):
+            return "—" if m is None else f"{m:.0f} / {b:.0f}"
+
+        ratio_t = f"{rm / tm:.2f}x" if tm else "—"
+        ratio_c = f"{rm / cm:.2f}x" if cm else "—"
+        print(
+            f"| {label} | {fmt(rm, rb)} | {fmt(tm, tb)} | {fmt(cm, cb_)} | {ratio_t} | "
+            f"{ratio_c} | {cdesc or '—'} |"
+        )
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Python call benchmark: rffi (this checkout's library), tvm-ffi 0.1.15.post2 and plain ctypes in
+# one process. Uses the bench venv of bench/run.sh (.venv-bench), adding tvm-ffi and numpy there.
+# Usage: ffi-python/benches/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+VENV=.venv-bench
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -c "import tvm_ffi" 2>/dev/null ||
+  "$VENV/bin/pip" install -q "apache-tvm-ffi==0.1.15.post2"
+"$VENV/bin/python" -c "import numpy" 2>/dev/null || "$VENV/bin/pip" install -q numpy
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+cargo build --release -q -p rffi-c
+RFFI_LIBRARY_PATH="$CARGO_TARGET_DIR/release" PYTHONPATH="$PWD/ffi-python" \
+  "$VENV/bin/python" ffi-python/benches/bench_calls.py "$@"
