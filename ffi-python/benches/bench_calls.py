@@ -226,9 +226,8 @@ def main():
         f"{getattr(tvm_ffi, '__version__', 'absent')}, {os.cpu_count()} cores"
     )
     print()
-    print(
-        "| call | rffi | tvm-ffi | plain ctypes | rffi / tvm-ffi | rffi / ctypes | ctypes baseline |"
-    )
+    header = ["call", "rffi", "tvm-ffi", "plain ctypes", "rffi / tvm-ffi", "rffi / ctypes"]
+    print("| " + " | ".join(header + ["ctypes baseline"]) + " |")
     print("|---|---|---|---|---|---|---|")
     for label, rs, ts, cs, cdesc, scale in cases:
         if ("arr" in rs or "tensor" in rs) and not have_np:
