@@ -398,11 +398,15 @@ _PACK2 = struct.Struct("<qqq" + "qq" * 2).pack_into
 _PACK3 = struct.Struct("<qqq" + "qq" * 3).pack_into
 
 
+# Types of keep-alive objects that also act when the call returns (the CUDA stream guard of
+# rffi._tensor): their `_rffi_after_call()` runs then.
+AFTER_CALL_TYPES: set = set()
+
+
 def _release_temps(temps):
     for k in temps:
-        exit_ = getattr(k, "_rffi_after_call", None)
-        if exit_ is not None:
-            exit_()
+        if type(k) in AFTER_CALL_TYPES:
+            k._rffi_after_call()
 
 
 # ---------------------------------------------------------------------------------------------

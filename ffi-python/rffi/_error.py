@@ -192,13 +192,28 @@ def _parse_frames(text: str) -> list:
     return frames
 
 
+_SITES_CACHE: dict = {}
+
+
 def _native_tb(text: str, tb_next):
     """Traceback entries for the frames in ``text`` (most recent first) chained before
     ``tb_next``, in Python order (outermost first)."""
-    for filename, lineno, fn in _parse_frames(text):
-        frame, lasti = _fake_frame(filename, lineno, fn)
-        tb_next = types.TracebackType(tb_next, frame, lasti, lineno)
+    sites = _SITES_CACHE.get(text)
+    if sites is None:
+        # Errors raised again and again from one place have the same text: parse it once.
+        sites = tuple(
+            (*_fake_frame(filename, lineno, fn), lineno)
+            for filename, lineno, fn in _parse_frames(text)
+        )
+        if len(_SITES_CACHE) >= _FRAME_CACHE_MAX:
+            _SITES_CACHE.clear()
+        _SITES_CACHE[text] = sites
+    for frame, lasti, lineno in sites:
+        tb_next = _Traceback(tb_next, frame, lasti, lineno)
     return tb_next
+
+
+_Traceback = types.TracebackType
 
 
 # ---- Native -> Python ----

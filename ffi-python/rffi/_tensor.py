@@ -153,11 +153,8 @@ _CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes
 def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) -> int:
     """Imports a DLPack capsule as a Tensor handle (owned), marking the capsule used."""
     if _PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
-        name, used, importer = (
-            _DLTENSOR_VERSIONED,
-            _USED_DLTENSOR_VERSIONED,
-            _lib.TensorFromDLPackVersioned,
-        )
+        name, used = _DLTENSOR_VERSIONED, _USED_DLTENSOR_VERSIONED
+        importer = _lib.TensorFromDLPackVersioned
     elif _PyCapsule_IsValid(capsule, _DLTENSOR):
         name, used, importer = _DLTENSOR, _USED_DLTENSOR, _lib.TensorFromDLPack
     else:
@@ -235,4 +232,5 @@ def _set_dlpack(value, fr, i):
 
 
 _core._DLPACK_SETTER[0] = _set_dlpack
+_core.AFTER_CALL_TYPES.add(_StreamGuard)
 _core._OBJ_DECODERS.pop(_lib.kTensor, None)
