@@ -1,0 +1,1 @@
+//! The CUDA backend of the rffi kernel layer (in progress).
