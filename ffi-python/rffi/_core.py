@@ -377,6 +377,9 @@ def _fill(fr, args, n):
         elif t is float:
             q[i] = 3
             d[i + 1] = a
+        elif t is str and len(a) <= 7 and a.isascii():  # short text: inline, as _set_str does
+            q[i] = 11 | (len(a) << 32)
+            q[i + 1] = _from_bytes(a.encode(), "little")
         else:
             setter = _SETTERS.get(t) or _resolve_setter(t)
             if setter is _set_object and a._handle:  # runtime objects: borrowed as they are
@@ -393,6 +396,7 @@ def _fill(fr, args, n):
     return temps
 
 
+_from_bytes = int.from_bytes
 _PACK1 = struct.Struct("<qqq" + "qq").pack_into
 _PACK2 = struct.Struct("<qqq" + "qq" * 2).pack_into
 _PACK3 = struct.Struct("<qqq" + "qq" * 3).pack_into
@@ -566,8 +570,21 @@ class Function(Object):
                     fr[1][1] = 0
                 elif n == 1:
                     a = args[0]
-                    if type(a) is int:
+                    t = type(a)
+                    if t is int:
                         _PACK1(fr[5], 8, 1, 0, 0, 1, a)
+                    elif _SETTERS.get(t) is _set_object and a._handle:  # a Tensor, a Function...
+                        _PACK1(fr[5], 8, 1, 0, 0, a._tidx, a._handle)
+                    elif t is str and len(a) <= 7 and a.isascii():  # short text, inline
+                        _PACK1(
+                            fr[5],
+                            8,
+                            1,
+                            0,
+                            0,
+                            11 | (len(a) << 32),
+                            _from_bytes(a.encode(), "little"),
+                        )
                     else:
                         temps = _fill(fr, args, 1)
                 elif n == 2:
@@ -599,6 +616,8 @@ class Function(Object):
                 return q[3]
             if w == 0:
                 return None
+            if w & 0xFFFFFFFF == 11:  # kSmallStr: the text is in the payload
+                return q[3].to_bytes(8, "little")[: w >> 32].decode()
             return _decode_frame_result(fr, w)
         finally:
             if frames is not None:
@@ -696,8 +715,20 @@ def function_from_callable(f) -> Function:
     return _wrap_function(out.value, getattr(f, "__qualname__", None) or repr(f))
 
 
+_memmove = ctypes.memmove
+_pack_any = struct.Struct("<qq").pack
+_pack_float_any = struct.Struct("<qd").pack
+
+
 def _write_owned(value, result_ptr: int) -> None:
     """Stores ``value`` as an owned rffi value at ``result_ptr`` (a callback's result slot)."""
+    t = type(value)
+    if t is int and _I64_MIN <= value <= _I64_MAX:  # plain values: one copy, no conversion call
+        _memmove(result_ptr, _pack_any(1, value), 16)
+        return
+    if t is float:
+        _memmove(result_ptr, _pack_float_any(3, value), 16)
+        return
     fr = _scratch()
     try:
         keep = (_SETTERS.get(type(value)) or _resolve_setter(type(value)))(value, fr, 4)
