@@ -559,53 +559,83 @@ class Function(Object):
             fr = frames.pop()
         except IndexError:
             fr = _new_frame(self._handle, _CAP)
+        if not args:
+            q = fr[1]
+            q[1] = 0
+            if _CallFrame(fr[0]):
+                frames.append(fr)
+                raise take_raised_exception()
+            w = q[2]
+            if w == 0:
+                frames.append(fr)
+                return None
+            r = q[3] if w == 1 else _decode_frame_result(fr, w)
+            frames.append(fr)
+            return r
+        # The common shapes (up to three ints, one object, one short str) are written with one
+        # pack_into that also sets the count and resets the result slot; they need nothing kept
+        # alive, so they skip the try/finally of the general path.
+        n = len(args)
+        packed = True
+        try:
+            if n == 1:
+                a = args[0]
+                t = type(a)
+                if t is int:
+                    _PACK1(fr[5], 8, 1, 0, 0, 1, a)
+                elif _SETTERS.get(t) is _set_object and a._handle:  # a Tensor, a Function...
+                    _PACK1(fr[5], 8, 1, 0, 0, a._tidx, a._handle)
+                elif t is str and len(a) <= 7 and a.isascii():
+                    _PACK1(
+                        fr[5], 8, 1, 0, 0, 11 | (len(a) << 32), _from_bytes(a.encode(), "little")
+                    )
+                else:
+                    packed = False
+            elif n == 2:
+                a, b = args
+                if type(a) is int and type(b) is int:
+                    _PACK2(fr[5], 8, 2, 0, 0, 1, a, 1, b)
+                else:
+                    packed = False
+            elif n == 3:
+                a, b, c = args
+                if type(a) is int and type(b) is int and type(c) is int:
+                    _PACK3(fr[5], 8, 3, 0, 0, 1, a, 1, b, 1, c)
+                else:
+                    packed = False
+            else:
+                packed = False
+        except struct.error as e:  # an int outside int64
+            frames.append(fr)
+            raise _argument_error(self, args, e) from None
+        if packed:
+            if _CallFrame(fr[0]):
+                frames.append(fr)
+                raise take_raised_exception()
+            q = fr[1]
+            w = q[2]
+            if w == 1:
+                r = q[3]
+            elif w == 0:
+                r = None
+            elif w & 0xFFFFFFFF == 11:  # kSmallStr: the text is in the payload
+                r = q[3].to_bytes(8, "little")[: w >> 32].decode()
+            else:
+                r = _decode_frame_result(fr, w)
+            frames.append(fr)
+            return r
+        return self._call_general(frames, fr, args, n)
+
+    def _call_general(self, frames, fr, args, n):
+        """Any arguments: through the per-type setters, keeping temporaries alive for the call."""
+        if n > _CAP:
+            frames.append(fr)
+            frames = None
+            fr = _new_frame(self._handle, n)
         temps = None
         try:
-            # The common shapes (no arguments, up to three ints) are written with one pack_into,
-            # which also writes the count and resets the result slot; the rest go through the
-            # per-type setters.
-            n = len(args)
             try:
-                if n == 0:
-                    fr[1][1] = 0
-                elif n == 1:
-                    a = args[0]
-                    t = type(a)
-                    if t is int:
-                        _PACK1(fr[5], 8, 1, 0, 0, 1, a)
-                    elif _SETTERS.get(t) is _set_object and a._handle:  # a Tensor, a Function...
-                        _PACK1(fr[5], 8, 1, 0, 0, a._tidx, a._handle)
-                    elif t is str and len(a) <= 7 and a.isascii():  # short text, inline
-                        _PACK1(
-                            fr[5],
-                            8,
-                            1,
-                            0,
-                            0,
-                            11 | (len(a) << 32),
-                            _from_bytes(a.encode(), "little"),
-                        )
-                    else:
-                        temps = _fill(fr, args, 1)
-                elif n == 2:
-                    a, b = args
-                    if type(a) is int and type(b) is int:
-                        _PACK2(fr[5], 8, 2, 0, 0, 1, a, 1, b)
-                    else:
-                        temps = _fill(fr, args, 2)
-                elif n == 3:
-                    a, b, c = args
-                    if type(a) is int and type(b) is int and type(c) is int:
-                        _PACK3(fr[5], 8, 3, 0, 0, 1, a, 1, b, 1, c)
-                    else:
-                        temps = _fill(fr, args, 3)
-                elif n <= _CAP:
-                    temps = _fill(fr, args, n)
-                else:
-                    frames.append(fr)
-                    frames = None
-                    fr = _new_frame(self._handle, n)
-                    temps = _fill(fr, args, n)
+                temps = _fill(fr, args, n)
             except (ValueError, struct.error) as e:
                 raise _argument_error(self, args, e) from None
             if _CallFrame(fr[0]):
@@ -616,8 +646,6 @@ class Function(Object):
                 return q[3]
             if w == 0:
                 return None
-            if w & 0xFFFFFFFF == 11:  # kSmallStr: the text is in the payload
-                return q[3].to_bytes(8, "little")[: w >> 32].decode()
             return _decode_frame_result(fr, w)
         finally:
             if frames is not None:
