@@ -31,7 +31,9 @@ from ._dtype import DataType, Device
 from ._error import _TRAMPOLINE_CODE, Error, set_raised_from_python, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, header_type_index, type_key, wrap_new
 
-_string_at = ctypes.string_at
+# ctypes.string_at is a Python wrapper around this foreign function; calling it directly saves a
+# Python call on every read of native memory.
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
 _byref = ctypes.byref
 _c_void_p = ctypes.c_void_p
 _DecRef = _lib.ObjectDecRef
@@ -486,7 +488,7 @@ def _decode_pod(ti: int, ln: int, p: int):
         dev_type, dev_id = p & _M32, (p >> 32) & _M32
         return Device(dev_type, dev_id)
     if ti == _lib.kRawStr:
-        return _string_at(p).decode("utf-8") if p else None
+        return _string_at(p, -1).decode("utf-8") if p else None
     if ti == _lib.kByteArrayPtr:
         data, size = _unpack_QQ(_string_at(p, 16))
         return _string_at(data, size) if size else b""
@@ -502,6 +504,8 @@ def _decode_pod(ti: int, ln: int, p: int):
 def _decode_view(raw: bytes, off: int):
     """A borrowed 16-byte value at ``raw[off:]`` as a Python value."""
     ti, ln, p = _unpack_iIq(raw, off)
+    if ti == 1:  # kInt, the common case, without a call
+        return p
     if ti >= 64:
         return _obj_borrowed(ti, p)
     if ti == _lib.kFloat:
@@ -699,7 +703,9 @@ _next_token = itertools.count(1).__next__
 def _trampoline(token, args_ptr, nargs, result_ptr):
     try:
         f = _CALLBACKS[token]
-        if nargs:
+        if nargs == 1:
+            r = f(_decode_view(_string_at(args_ptr, 16), 0))
+        elif nargs:
             raw = _string_at(args_ptr, 16 * nargs)
             r = f(*[_decode_view(raw, 16 * k) for k in range(nargs)])
         else:
