@@ -586,7 +586,12 @@ class Function(Object):
                 a = args[0]
                 t = type(a)
                 if t is int:
-                    _PACK1(fr[5], 8, 1, 0, 0, 1, a)
+                    # Three stores beat one pack_into here. The result slot needs no reset: it
+                    # only ever holds an object while a result is being taken over.
+                    q = fr[1]
+                    q[1] = 1
+                    q[4] = 1
+                    q[5] = a
                 elif _SETTERS.get(t) is _set_object and a._handle:  # a Tensor, a Function...
                     _PACK1(fr[5], 8, 1, 0, 0, a._tidx, a._handle)
                 elif t is str and len(a) <= 7 and a.isascii():
@@ -609,7 +614,7 @@ class Function(Object):
                     packed = False
             else:
                 packed = False
-        except struct.error as e:  # an int outside int64
+        except (struct.error, ValueError) as e:  # an int outside int64
             frames.append(fr)
             raise _argument_error(self, args, e) from None
         if packed:
