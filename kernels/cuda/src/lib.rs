@@ -1,1 +1,158 @@
-//! The CUDA backend of the rffi kernel layer (in progress).
+//! The CUDA backend of the rffi kernel layer, through cudarc with dynamic loading: it builds
+//! and its tests run on machines without CUDA, and it installs implementations only where the
+//! driver is present.
+//!
+//! Kernels are CUDA C++ compiled with NVRTC at first use, once per device and dtype, for the
+//! device's arch, and launched on rffi's current stream for the device
+//! (`rffi_core::stream::current_stream`, which the Python binding sets to PyTorch's). Tensors
+//! are read and written in place through their device pointers (DLPack's `data + byte_offset`,
+//! passed as u64 kernel arguments): memory from other frameworks is never copied, owned or
+//! freed. `matmul` goes through cuBLAS. Every cudarc call is guarded: a missing library makes
+//! the probe fail with the reason instead of panicking.
+//!
+//! Dtypes: float32, float64, float16, bfloat16 for every op; int32 and int64 for add, sub, mul.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+// DLPack constants keep their C names (`kDLCUDA`).
+#![allow(non_upper_case_globals)]
+
+mod blas;
+mod driver;
+mod ops;
+pub mod source;
+
+use driver::{guarded, ContextGuard};
+use rffi_core::abi::{kDLCUDA, kDLCUDAManaged};
+use rffi_core::{DataType, Result};
+use rffi_kernels::{Availability, Backend, DeviceInfo, GuardToken, Implementation, Op, OpCall};
+use std::sync::Arc;
+
+pub const FLOATS: [DataType; 4] = [
+    DataType::float(32),
+    DataType::float(64),
+    DataType::float(16),
+    DataType::bfloat16(),
+];
+pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];
+
+/// Finds the driver and the devices. Never panics: cudarc's panics on missing libraries are
+/// caught and reported as the reason the backend is unavailable.
+pub fn probe() -> std::result::Result<Availability, String> {
+    if !driver::driver_present() {
+        return Err("the CUDA driver library (libcuda.so) was not found".into());
+    }
+    if !driver::nvrtc_present() {
+        return Err(
+            "the NVRTC library (libnvrtc.so) was not found; it compiles the kernels".into(),
+        );
+    }
+    let found = guarded("probing", || {
+        cudarc::driver::result::init().map_err(|e| driver::err("cuInit", e))?;
+        let count = cudarc::driver::result::device::get_count()
+            .map_err(|e| driver::err("cuDeviceGetCount", e))?;
+        (0..count)
+            .map(driver::device_info)
+            .collect::<Result<Vec<_>>>()
+    })
+    .map_err(|e| e.message())?;
+    if found.is_empty() {
+        return Err("the CUDA driver reports no devices".into());
+    }
+    let mut unsupported = Vec::new();
+    if !driver::cublas_present() {
+        unsupported.push((
+            Op::Matmul,
+            "the cuBLAS library (libcublas.so) was not found".to_owned(),
+        ));
+    }
+    let mut devices = Vec::new();
+    for (i, d) in found.iter().enumerate() {
+        for t in [kDLCUDA, kDLCUDAManaged] {
+            devices.push(DeviceInfo {
+                device_type: t,
+                index: i as i32,
+                arch: Some(d.arch()),
+                name: d.name.clone(),
+            });
+        }
+    }
+    Ok(Availability {
+        detail: format!(
+            "{} device(s): {}",
+            found.len(),
+            found
+                .iter()
+                .map(|d| format!("{} ({}, {} SMs)", d.name, d.arch(), d.sms))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        devices,
+        unsupported,
+    })
+}
+
+type Kernel = Arc<dyn Fn(&OpCall<'_>) -> Result<()> + Send + Sync>;
+
+fn imp(op: Op, dtypes: &[DataType], k: Kernel) -> Vec<Implementation> {
+    [kDLCUDA, kDLCUDAManaged]
+        .into_iter()
+        .map(|t| {
+            let k = k.clone();
+            Implementation::new(op, t, dtypes, move |c: &OpCall<'_>| {
+                guarded(&format!("kernels.{}", c.op), || k(c))
+            })
+        })
+        .collect()
+}
+
+fn implementations() -> Vec<Implementation> {
+    let all: Vec<DataType> = FLOATS.iter().chain(&INTS).copied().collect();
+    let mut v = Vec::new();
+    for (op, name) in [(Op::Add, "add"), (Op::Sub, "sub"), (Op::Mul, "mul")] {
+        v.extend(imp(op, &all, Arc::new(move |c| ops::elementwise(c, name))));
+    }
+    for (op, name) in [
+        (Op::Div, "div"),
+        (Op::Relu, "relu"),
+        (Op::Gelu, "gelu"),
+        (Op::Exp, "exp"),
+    ] {
+        v.extend(imp(
+            op,
+            &FLOATS,
+            Arc::new(move |c| ops::elementwise(c, name)),
+        ));
+    }
+    v.extend(imp(Op::Sum, &FLOATS, Arc::new(ops::sum)));
+    v.extend(imp(Op::Softmax, &FLOATS, Arc::new(ops::softmax)));
+    v.extend(imp(Op::Matmul, &FLOATS, Arc::new(blas::matmul)));
+    v
+}
+
+/// The CUDA backend, to pass to `rffi_kernels::install` or a `Registry`. Building it touches no
+/// library; the probe runs at the first call on a CUDA tensor (or `describe()`).
+pub fn backend() -> Backend {
+    let all: Vec<DataType> = FLOATS.iter().chain(&INTS).copied().collect();
+    Backend::new("cuda", &[kDLCUDA, kDLCUDAManaged])
+        .priority(100)
+        .dtypes(&all)
+        .tune_file("default.json", include_str!("../../tune/cuda/default.json"))
+        .tune_file("sm_90.json", include_str!("../../tune/cuda/sm_90.json"))
+        .probe(probe)
+        .implementations(|_| Ok(implementations()))
+        .device_guard(|device| Ok(Box::new(ContextGuard::enter(device)?) as GuardToken))
+        .allocator(|shape, dtype, device, _stream| {
+            let bytes = shape.iter().product::<i64>().max(0) as usize * dtype.bytes_per_element();
+            let (ptr, release) = driver::alloc_output(bytes, device)?;
+            // SAFETY: a fresh device buffer of `bytes` bytes, freed by `release` only.
+            unsafe {
+                rffi_kernels::alloc::wrap_allocation(
+                    ptr as usize as *mut std::ffi::c_void,
+                    shape,
+                    dtype,
+                    device,
+                    release,
+                )
+            }
+        })
+}

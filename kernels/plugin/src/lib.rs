@@ -5,7 +5,7 @@
 //! them.
 
 fn init() -> rffi_core::Result<()> {
-    rffi_kernels::install([rffi_kernels_cpu::backend()])
+    rffi_kernels::install([rffi_kernels_cpu::backend(), rffi_kernels_cuda::backend()])
 }
 
 rffi_core::export_plugin!(init = init);

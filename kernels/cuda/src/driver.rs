@@ -1,0 +1,306 @@
+//! The CUDA driver through cudarc, guarded: every entry checks that the library is present and
+//! catches panics (cudarc panics when a library or a symbol is missing), turning both into
+//! errors. Contexts are the devices' primary contexts (the ones PyTorch and the runtime API
+//! use), so pointers from other frameworks are valid in them.
+
+use crate::source::{dt_of, module_source, Dt};
+use cudarc::driver::{result, sys};
+use rffi_core::{DataType, Device, Error, Result};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, OnceLock};
+
+/// Runs `f`, turning a panic (a missing library or symbol in cudarc) into an error.
+pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::runtime_error(format!(
+                "kernels (cuda): {what}: {msg}"
+            )))
+        }
+    }
+}
+
+/// A driver error as an rffi error naming what failed.
+pub fn err(what: &str, e: result::DriverError) -> Error {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    let text = e
+        .error_string()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Error::runtime_error(format!("kernels (cuda): {what} failed: {name} ({text})"))
+}
+
+/// Whether libcuda can be loaded (no driver call is made).
+pub fn driver_present() -> bool {
+    catch_unwind(|| {
+        // SAFETY: only tries to dlopen the library.
+        unsafe { sys::is_culib_present() }
+    })
+    .unwrap_or(false)
+}
+
+pub fn nvrtc_present() -> bool {
+    catch_unwind(|| {
+        // SAFETY: as above.
+        unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    })
+    .unwrap_or(false)
+}
+
+pub fn cublas_present() -> bool {
+    catch_unwind(|| {
+        // SAFETY: as above.
+        unsafe { cudarc::cublas::sys::is_culib_present() }
+    })
+    .unwrap_or(false)
+}
+
+/// What the probe learns about one device.
+#[derive(Clone, Debug)]
+pub struct DevInfo {
+    pub name: String,
+    pub major: i32,
+    pub minor: i32,
+    pub sms: i32,
+}
+
+impl DevInfo {
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.major, self.minor)
+    }
+}
+
+pub fn device_info(ordinal: i32) -> Result<DevInfo> {
+    let dev = result::device::get(ordinal).map_err(|e| err("cuDeviceGet", e))?;
+    let attr = |a| {
+        // SAFETY: a valid device handle and attribute.
+        unsafe { result::device::get_attribute(dev, a) }.map_err(|e| err("cuDeviceGetAttribute", e))
+    };
+    use sys::CUdevice_attribute::*;
+    Ok(DevInfo {
+        name: result::device::get_name(dev).map_err(|e| err("cuDeviceGetName", e))?,
+        major: attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        minor: attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        sms: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+    })
+}
+
+/// Raw handles that may cross threads: contexts, modules and functions are process-wide.
+#[derive(Copy, Clone)]
+struct Handle<T>(T);
+// SAFETY: CUDA driver handles are valid from any thread of the process, and the driver API is
+// thread-safe for the calls made with them.
+unsafe impl<T> Send for Handle<T> {}
+// SAFETY: as above; the handles are only read after being stored.
+unsafe impl<T> Sync for Handle<T> {}
+
+/// Per device: the retained primary context and what was learnt about the device.
+struct DeviceState {
+    ctx: Handle<sys::CUcontext>,
+    info: DevInfo,
+}
+
+fn devices() -> &'static Mutex<HashMap<i32, &'static DeviceState>> {
+    static D: OnceLock<Mutex<HashMap<i32, &'static DeviceState>>> = OnceLock::new();
+    D.get_or_init(Default::default)
+}
+
+fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
+    let mut map = devices().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = map.get(&ordinal) {
+        return Ok(s);
+    }
+    let dev = result::device::get(ordinal).map_err(|e| err("cuDeviceGet", e))?;
+    // SAFETY: a valid device; the retained context is kept for the process's lifetime.
+    let ctx = unsafe { result::primary_ctx::retain(dev) }
+        .map_err(|e| err("cuDevicePrimaryCtxRetain", e))?;
+    let state: &'static DeviceState = Box::leak(Box::new(DeviceState {
+        ctx: Handle(ctx),
+        info: device_info(ordinal)?,
+    }));
+    map.insert(ordinal, state);
+    Ok(state)
+}
+
+pub fn sm_count(ordinal: i32) -> Result<i32> {
+    Ok(device_state(ordinal)?.info.sms)
+}
+
+/// Makes the device's primary context current on this thread until dropped, then restores the
+/// previous one (the dispatcher's device guard).
+pub struct ContextGuard {
+    previous: Option<Handle<sys::CUcontext>>,
+}
+
+impl ContextGuard {
+    pub fn enter(device: Device) -> Result<ContextGuard> {
+        guarded("binding the device's context", || {
+            let state = device_state(device.index())?;
+            let previous = result::ctx::get_current()
+                .map_err(|e| err("cuCtxGetCurrent", e))?
+                .map(Handle);
+            // SAFETY: a retained primary context.
+            unsafe { result::ctx::set_current(state.ctx.0) }
+                .map_err(|e| err("cuCtxSetCurrent", e))?;
+            Ok(ContextGuard { previous })
+        })
+    }
+}
+
+impl Drop for ContextGuard {
+    fn drop(&mut self) {
+        let prev = self.previous.map_or(std::ptr::null_mut(), |h| h.0);
+        let _ = catch_unwind(|| {
+            // SAFETY: the context that was current before (or none).
+            unsafe { result::ctx::set_current(prev) }
+        });
+    }
+}
+
+/// A compiled module's functions, per (device, dtype).
+struct Module {
+    functions: Mutex<HashMap<String, Handle<sys::CUfunction>>>,
+    module: Handle<sys::CUmodule>,
+}
+
+fn modules() -> &'static Mutex<HashMap<(i32, &'static str), &'static Module>> {
+    static M: OnceLock<Mutex<HashMap<(i32, &'static str), &'static Module>>> = OnceLock::new();
+    M.get_or_init(Default::default)
+}
+
+/// Compiles (once per device and dtype; NVRTC for the device's arch) and loads the module of
+/// `dtype` in the current context.
+fn module(ordinal: i32, dt: &Dt) -> Result<&'static Module> {
+    let key = (ordinal, dt.name);
+    let mut map = modules().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = map.get(&key) {
+        return Ok(m);
+    }
+    let info = &device_state(ordinal)?.info;
+    let opts = cudarc::nvrtc::CompileOptions {
+        options: vec![
+            format!("--gpu-architecture=compute_{}{}", info.major, info.minor),
+            "--std=c++14".into(),
+        ],
+        name: Some(format!("rffi_kernels_{}.cu", dt.name)),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(module_source(dt), opts).map_err(|e| {
+        let detail = match &e {
+            cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+                log.to_string_lossy().into_owned()
+            }
+            other => format!("{other:?}"),
+        };
+        Error::runtime_error(format!(
+            "kernels (cuda): NVRTC could not compile the {} kernels for {}: {detail}",
+            dt.name,
+            info.arch()
+        ))
+    })?;
+    let image = CString::new(ptx.to_src())
+        .map_err(|_| Error::runtime_error("kernels (cuda): NVRTC returned PTX with a NUL byte"))?;
+    // SAFETY: a NUL-terminated PTX image; the module stays loaded for the process's lifetime.
+    let m = unsafe { result::module::load_data(image.as_ptr().cast()) }
+        .map_err(|e| err("cuModuleLoadData", e))?;
+    let module: &'static Module = Box::leak(Box::new(Module {
+        functions: Mutex::default(),
+        module: Handle(m),
+    }));
+    map.insert(key, module);
+    Ok(module)
+}
+
+/// The kernel `name` of `dtype`'s module on `device`.
+pub fn function(device: Device, dtype: DataType, name: &str) -> Result<sys::CUfunction> {
+    let dt = dt_of(dtype)
+        .ok_or_else(|| Error::type_error(format!("kernels (cuda): no kernels for {dtype}")))?;
+    let m = module(device.index(), &dt)?;
+    let mut f = m.functions.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = f.get(name) {
+        return Ok(h.0);
+    }
+    let cname = CString::new(name).expect("kernel names have no NUL");
+    // SAFETY: a loaded module.
+    let func = unsafe { result::module::get_function(m.module.0, cname) }
+        .map_err(|e| err(&format!("cuModuleGetFunction({name})"), e))?;
+    f.insert(name.to_owned(), Handle(func));
+    Ok(func)
+}
+
+/// Launches `f` on `stream` with `args` (pointers to each argument's value).
+///
+/// # Safety
+/// `args` must match the kernel's parameters, and the memory they point to must be valid for the
+/// kernel's accesses until it completes.
+pub unsafe fn launch(
+    f: sys::CUfunction,
+    grid: u32,
+    block: u32,
+    stream: sys::CUstream,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { result::launch_kernel(f, (grid.max(1), 1, 1), (block, 1, 1), 0, stream, args) }
+        .map_err(|e| err("cuLaunchKernel", e))
+}
+
+/// Device memory for temporaries, allocated and freed in stream order.
+pub struct Scratch {
+    pub ptr: u64,
+    stream: sys::CUstream,
+}
+
+impl Scratch {
+    pub fn new(bytes: usize, stream: sys::CUstream) -> Result<Scratch> {
+        // SAFETY: a stream-ordered allocation used only on `stream`.
+        let ptr = unsafe { result::malloc_async(stream, bytes.max(1)) }
+            .map_err(|e| err("cuMemAllocAsync", e))?;
+        Ok(Scratch { ptr, stream })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let (ptr, stream) = (self.ptr, self.stream);
+        let _ = catch_unwind(move || {
+            // SAFETY: allocated on this stream; freed after the work queued on it.
+            unsafe { result::free_async(ptr, stream) }
+        });
+    }
+}
+
+/// Allocates a device buffer for an output when the host has no environment allocator; freed
+/// (synchronously, in the device's context) when the tensor dies.
+pub fn alloc_output(bytes: usize, device: Device) -> Result<(u64, Box<dyn FnOnce() + Send>)> {
+    guarded("allocating an output", || {
+        let state = device_state(device.index())?;
+        // SAFETY: the device's context is current (the dispatcher's guard).
+        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| err("cuMemAlloc", e))?;
+        let ctx = state.ctx;
+        let release = Box::new(move || {
+            let ctx = ctx;
+            let _ = catch_unwind(move || {
+                // SAFETY: free the buffer in its own context (the deleter may run on any thread).
+                unsafe {
+                    let prev = result::ctx::get_current().ok().flatten();
+                    let _ = result::ctx::set_current(ctx.0);
+                    let _ = result::free_sync(ptr);
+                    let _ = result::ctx::set_current(prev.unwrap_or(std::ptr::null_mut()));
+                }
+            });
+        });
+        Ok((ptr, release as Box<dyn FnOnce() + Send>))
+    })
+}
