@@ -23,7 +23,7 @@ import types
 from . import _lib
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
-_string_at = ctypes.string_at
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)  # without the Python wrapper
 _byref = ctypes.byref
 _unpack_cell = struct.Struct("<QQQQ").unpack
 
@@ -226,12 +226,30 @@ _read_u64 = ctypes.c_uint64.from_address
 _lock = threading.Lock()
 
 
+# 16-byte out-slots for the error path (a handle, or an RFFIByteArray), taken from a pool so
+# threads and nested errors never share one; the int64 view reads them without ctypes objects.
+_OUT_TYPE = ctypes.c_char * 16
+_OUT_POOL: list = []
+
+
+def _out_slot():
+    try:
+        return _OUT_POOL.pop()
+    except IndexError:
+        buf = _OUT_TYPE()
+        return (buf, memoryview(buf).cast("B").cast("q"), ctypes.addressof(buf))
+
+
 def _backtrace_bytes(handle: int) -> bytes:
-    ba = _lib.ByteArray()
-    if _lib.ErrorGetBacktrace(handle, _byref(ba)) != 0:
-        _lib.ErrorMoveFromRaised(None)
-        return b""
-    return _string_at(ba.data, ba.size) if ba.size else b""
+    slot = _out_slot()
+    try:
+        if _lib.ErrorGetBacktraceAt(handle, slot[2]) != 0:
+            _lib.ErrorMoveFromRaised(None)
+            return b""
+        data, size = slot[1]
+        return _string_at(data, size) if size else b""
+    finally:
+        _OUT_POOL.append(slot)
 
 
 def take_raised_exception() -> BaseException:
@@ -239,9 +257,10 @@ def take_raised_exception() -> BaseException:
     traceback set to the native frames, followed by a callback's Python frames if it came from
     one). Call as ``raise take_raised_exception()`` so no local variable holds it (a local would
     make a reference cycle through the traceback's frame)."""
-    out = ctypes.c_void_p()
-    _lib.ErrorMoveFromRaised(_byref(out))
-    handle = out.value
+    slot = _out_slot()
+    _lib.ErrorMoveFromRaisedAt(slot[2])
+    handle = slot[1][0]
+    _OUT_POOL.append(slot)
     if not handle:
         return RuntimeError("rffi: a call failed without raising an error")
     entry = _PY_ERRORS.pop(handle, None)

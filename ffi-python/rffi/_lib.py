@@ -134,6 +134,19 @@ ErrorGetKind = _fn("RFFIErrorGetKind", c_int32, [c_void_p, P(ByteArray)])
 ErrorGetMessage = _fn("RFFIErrorGetMessage", c_int32, [c_void_p, P(ByteArray)])
 ErrorGetBacktrace = _fn("RFFIErrorGetBacktrace", c_int32, [c_void_p, P(ByteArray)])
 
+
+def _fn_addr(name, restype, argtypes):
+    """A second prototype of `name` whose pointer arguments are plain addresses (ints), for the
+    error path, which writes its outputs into preallocated memory instead of ctypes objects."""
+    f = LIB[name]  # indexing makes a new function object; attribute access would share one
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+ErrorMoveFromRaisedAt = _fn_addr("RFFIErrorMoveFromRaised", None, [c_void_p])
+ErrorGetBacktraceAt = _fn_addr("RFFIErrorGetBacktrace", c_int32, [c_void_p, c_void_p])
+
 SAFE_CALL = ctypes.CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p)
 DELETER = ctypes.CFUNCTYPE(None, c_void_p)
 
