@@ -179,6 +179,14 @@ TensorToDLPack = _optional_fn("RFFITensorToDLPack", c_int32, [c_void_p, P(c_void
 TensorToDLPackVersioned = _optional_fn(
     "RFFITensorToDLPackVersioned", c_int32, [c_void_p, P(c_void_p)]
 )
+TensorFromDLPackAt = TensorFromDLPackVersionedAt = None
+if TensorFromDLPack is not None:
+    TensorFromDLPackAt = _fn_addr(
+        "RFFITensorFromDLPack", c_int32, [c_void_p, c_int32, c_int32, c_void_p]
+    )
+    TensorFromDLPackVersionedAt = _fn_addr(
+        "RFFITensorFromDLPackVersioned", c_int32, [c_void_p, c_int32, c_int32, c_void_p]
+    )
 EnvSetStream = _optional_fn("RFFIEnvSetStream", c_int32, [c_int32, c_int32, c_void_p, P(c_void_p)])
 EnvGetStream = _optional_fn("RFFIEnvGetStream", c_void_p, [c_int32, c_int32])
 

@@ -13,7 +13,7 @@ import sys
 
 from . import _core, _lib
 from ._dtype import DataType, Device
-from ._error import take_raised_exception
+from ._error import _OUT_POOL, _out_slot, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 _api = ctypes.pythonapi
@@ -152,27 +152,31 @@ _CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes
 
 def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) -> int:
     """Imports a DLPack capsule as a Tensor handle (owned), marking the capsule used."""
-    if _PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
-        name, used = _DLTENSOR_VERSIONED, _USED_DLTENSOR_VERSIONED
-        importer = _lib.TensorFromDLPackVersioned
-    elif _PyCapsule_IsValid(capsule, _DLTENSOR):
-        name, used, importer = _DLTENSOR, _USED_DLTENSOR, _lib.TensorFromDLPack
-    else:
-        raise ValueError(
-            "rffi.from_dlpack: expected an unused DLPack capsule ('dltensor' or "
-            "'dltensor_versioned'); a capsule can be consumed only once"
-        )
-    managed = _PyCapsule_GetPointer(capsule, name)
-    out = ctypes.c_void_p()
-    rc = importer(
-        managed, int(require_alignment), 1 if require_contiguous else 0, ctypes.byref(out)
-    )
-    # The runtime owns the managed tensor from here on, also when it refused it (its deleter has
-    # run then): the capsule must not delete it again.
-    _PyCapsule_SetName(capsule, used)
-    if rc != 0:
-        raise take_raised_exception()
-    return out.value
+    # Asking for the pointer under each name checks the name too (a mismatch is a ValueError):
+    # one C call in the common case instead of a check and a fetch.
+    try:
+        managed = _PyCapsule_GetPointer(capsule, _DLTENSOR_VERSIONED)
+        used, importer = _USED_DLTENSOR_VERSIONED, _lib.TensorFromDLPackVersionedAt
+    except ValueError:
+        try:
+            managed = _PyCapsule_GetPointer(capsule, _DLTENSOR)
+            used, importer = _USED_DLTENSOR, _lib.TensorFromDLPackAt
+        except ValueError:
+            raise ValueError(
+                "rffi.from_dlpack: expected an unused DLPack capsule ('dltensor' or "
+                "'dltensor_versioned'); a capsule can be consumed only once"
+            ) from None
+    slot = _out_slot()
+    try:
+        rc = importer(managed, int(require_alignment), 1 if require_contiguous else 0, slot[2])
+        # The runtime owns the managed tensor from here on, also when it refused it (its deleter
+        # has run then): the capsule must not delete it again.
+        _PyCapsule_SetName(capsule, used)
+        if rc != 0:
+            raise take_raised_exception()
+        return slot[1][0]
+    finally:
+        _OUT_POOL.append(slot)
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
