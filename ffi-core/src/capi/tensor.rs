@@ -25,15 +25,32 @@ unsafe fn borrow_tensor(h: RFFIObjectHandle, func: &str, arg: &str) -> Result<Te
     })
 }
 
-/// `require_alignment` as the C API passes it (0: none).
-fn alignment(func: &str, require_alignment: i32) -> Result<usize> {
-    usize::try_from(require_alignment).map_err(|_| {
-        Error::value_error(format!(
-            "{func}: `require_alignment` is negative ({require_alignment})"
-        ))
-    })
+#[cold]
+#[inline(never)]
+fn negative_alignment(func: &str, require_alignment: i32) -> Error {
+    Error::value_error(format!(
+        "{func}: `require_alignment` is negative ({require_alignment})"
+    ))
 }
 
+#[cold]
+#[inline(never)]
+fn null_from(func: &str) -> Error {
+    Error::value_error(format!("{func}: `from` is NULL"))
+}
+
+/// The error for an import whose `out` is NULL or whose `require_alignment` is negative,
+/// checked in that order.
+#[cold]
+#[inline(never)]
+fn import_args_error(func: &str, out: *mut RFFIObjectHandle, require_alignment: i32) -> Error {
+    match out_ptr(out, func, "out") {
+        Err(e) => e,
+        Ok(_) => negative_alignment(func, require_alignment),
+    }
+}
+
+#[inline]
 fn write_tensor(out: *mut RFFIObjectHandle, t: Tensor) {
     // SAFETY: callers pass a checked writable out-pointer; the reference moves to the caller.
     unsafe { out.write(t.into_object().into_raw().as_ptr().cast()) };
@@ -52,21 +69,18 @@ pub unsafe extern "C" fn RFFITensorFromDLPack(
 ) -> i32 {
     guard(|| {
         const F: &str = "RFFITensorFromDLPack";
-        let from =
-            NonNull::new(from).ok_or_else(|| Error::value_error(format!("{F}: `from` is NULL")))?;
-        // The managed tensor is ours from here on: a bad argument still releases it.
-        let checked =
-            out_ptr(out, F, "out").and_then(|out| Ok((out, alignment(F, require_alignment)?)));
-        let (out, align) = match checked {
-            Ok(v) => v,
-            Err(e) => {
-                // SAFETY: the caller handed the managed tensor over.
-                unsafe { drop_legacy(from) };
-                return Err(e);
-            }
+        let Some(from) = NonNull::new(from) else {
+            return Err(null_from(F));
         };
-        // SAFETY: the caller hands over a valid managed tensor.
-        let t = unsafe { import_legacy(from, align, require_contiguous != 0, F) }?;
+        // The managed tensor is ours from here on: a bad argument still releases it.
+        if out.is_null() || require_alignment < 0 {
+            // SAFETY: the caller handed the managed tensor over.
+            unsafe { drop_legacy(from) };
+            return Err(import_args_error(F, out, require_alignment));
+        }
+        // SAFETY: the caller hands over a valid managed tensor; the alignment is non-negative.
+        let t =
+            unsafe { import_legacy(from, require_alignment as usize, require_contiguous != 0, F) }?;
         write_tensor(out, t);
         Ok(())
     })
@@ -85,20 +99,19 @@ pub unsafe extern "C" fn RFFITensorFromDLPackVersioned(
 ) -> i32 {
     guard(|| {
         const F: &str = "RFFITensorFromDLPackVersioned";
-        let from =
-            NonNull::new(from).ok_or_else(|| Error::value_error(format!("{F}: `from` is NULL")))?;
-        let checked =
-            out_ptr(out, F, "out").and_then(|out| Ok((out, alignment(F, require_alignment)?)));
-        let (out, align) = match checked {
-            Ok(v) => v,
-            Err(e) => {
-                // SAFETY: the caller handed the managed tensor over.
-                unsafe { drop_versioned(from) };
-                return Err(e);
-            }
+        let Some(from) = NonNull::new(from) else {
+            return Err(null_from(F));
         };
-        // SAFETY: the caller hands over a valid managed tensor.
-        let t = unsafe { import_versioned(from, align, require_contiguous != 0, F) }?;
+        // The managed tensor is ours from here on: a bad argument still releases it.
+        if out.is_null() || require_alignment < 0 {
+            // SAFETY: the caller handed the managed tensor over.
+            unsafe { drop_versioned(from) };
+            return Err(import_args_error(F, out, require_alignment));
+        }
+        // SAFETY: the caller hands over a valid managed tensor; the alignment is non-negative.
+        let t = unsafe {
+            import_versioned(from, require_alignment as usize, require_contiguous != 0, F)
+        }?;
         write_tensor(out, t);
         Ok(())
     })
@@ -138,13 +151,38 @@ pub unsafe extern "C" fn RFFITensorToDLPackVersioned(
 ) -> i32 {
     guard(|| {
         const F: &str = "RFFITensorToDLPackVersioned";
-        let out = out_ptr(out, F, "out")?;
-        // SAFETY: a live object per the contract.
-        let t = unsafe { borrow_tensor(from, F, "from") }?;
-        // SAFETY: checked writable out-pointer; the managed tensor moves to the caller.
-        unsafe { out.write(t.to_dlpack_versioned().as_ptr()) };
-        Ok(())
+        if let (false, Some(from)) = (out.is_null(), NonNull::new(from.cast())) {
+            // SAFETY: a live object per the contract; the borrowed Tensor lives only during the
+            // call, inside the caller's reference.
+            if let Some(t) = unsafe { Tensor::borrow_object(from) } {
+                // SAFETY: checked writable out-pointer; the managed tensor moves to the caller.
+                unsafe { out.write(t.to_dlpack_versioned().as_ptr()) };
+                return Ok(());
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { to_dlpack_versioned_checked(from, out, F) }
     })
+}
+
+/// `RFFITensorToDLPackVersioned` for the cases its shortcut leaves: bad arguments, foreign
+/// tensors that need wrapping.
+///
+/// # Safety
+/// As `RFFITensorToDLPackVersioned`.
+#[cold]
+#[inline(never)]
+unsafe fn to_dlpack_versioned_checked(
+    from: RFFIObjectHandle,
+    out: *mut *mut DLManagedTensorVersioned,
+    func: &str,
+) -> Result<()> {
+    let out = out_ptr(out, func, "out")?;
+    // SAFETY: a live object per the contract.
+    let t = unsafe { borrow_tensor(from, func, "from") }?;
+    // SAFETY: checked writable out-pointer; the managed tensor moves to the caller.
+    unsafe { out.write(t.to_dlpack_versioned().as_ptr()) };
+    Ok(())
 }
 
 /// See `RFFITensorGetDLTensorPtr` in the C header (`include/rffi/c_api.h`).

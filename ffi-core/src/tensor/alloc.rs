@@ -120,7 +120,10 @@ fn builtin(shape: &[i64], dtype: DataType, device: Device, func: &str) -> Result
         byte_offset: 0,
         read_only: false,
         borrowed: false,
-        owner: Owner::Builtin { data, layout },
+        owner: Owner::Builtin {
+            data,
+            size: layout.size(),
+        },
     }
     .build())
 }

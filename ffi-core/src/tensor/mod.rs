@@ -18,6 +18,7 @@
 
 mod abi;
 pub(crate) mod alloc;
+mod cache;
 pub(crate) mod dlpack;
 mod testing;
 mod view;
@@ -28,7 +29,7 @@ pub use alloc::{env_allocator, set_env_allocator, RFFI_CPU_TENSOR_ALIGNMENT};
 use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch};
 use crate::error::{Error, Result};
-use crate::object::{alloc_with_tail, ObjectRef, ObjectType};
+use crate::object::{ObjectRef, ObjectType, INITIAL_COUNT};
 use crate::type_table::type_name;
 use crate::{DataType, Device};
 use core::ffi::c_void;
@@ -44,34 +45,29 @@ pub struct Tensor(ObjectRef);
 const FLAG_READ_ONLY: u32 = 1;
 const FLAG_BORROWED: u32 = 2;
 
-/// What a tensor releases when its last reference dies.
+/// What a tensor releases when its last reference dies. The DLPack imports come first and the
+/// tag is a plain integer, so the deleter's common case is one compare.
+#[repr(usize)]
 pub(crate) enum Owner {
-    /// A view of a caller's `DLTensor*`: nothing (the data is the caller's).
-    Borrowed,
     /// A DLPack 1.x import: its deleter runs once.
-    Versioned(NonNull<DLManagedTensorVersioned>),
+    Versioned(NonNull<DLManagedTensorVersioned>) = 0,
     /// A legacy DLPack import: its deleter runs once.
-    Legacy(NonNull<DLManagedTensor>),
-    /// Memory from the built-in CPU allocator.
-    Builtin { data: NonNull<u8>, layout: Layout },
+    Legacy(NonNull<DLManagedTensor>) = 1,
+    /// A view of a caller's `DLTensor*`: nothing (the data is the caller's).
+    Borrowed = 2,
+    /// `size` bytes from the built-in CPU allocator (aligned to `RFFI_CPU_TENSOR_ALIGNMENT`).
+    Builtin { data: NonNull<u8>, size: usize } = 3,
     /// A view: keeps the source tensor (and so its data) alive.
-    View(ObjectRef),
+    View(ObjectRef) = 4,
 }
 
 impl Drop for Owner {
+    #[inline]
     fn drop(&mut self) {
         match *self {
-            Owner::Borrowed | Owner::View(_) => {}
-            Owner::Versioned(m) => {
-                // SAFETY: the producer handed the managed tensor over on import; this is the one
-                // place its deleter runs, once, as DLPack requires. A NULL deleter means "nothing
-                // to free".
-                unsafe {
-                    if let Some(d) = (*m.as_ptr()).deleter {
-                        d(m.as_ptr());
-                    }
-                }
-            }
+            // SAFETY: the producer handed the managed tensor over on import; this is the one
+            // place it is released (the deleter's shortcut does the same and then skips the drop).
+            Owner::Versioned(m) => unsafe { release_versioned(m) },
             Owner::Legacy(m) => {
                 // SAFETY: as for `Versioned`.
                 unsafe {
@@ -80,10 +76,31 @@ impl Drop for Owner {
                     }
                 }
             }
-            Owner::Builtin { data, layout } => {
-                // SAFETY: allocated by `alloc::builtin_alloc` with exactly this layout.
-                unsafe { std::alloc::dealloc(data.as_ptr(), layout) }
+            Owner::Borrowed | Owner::View(_) => {}
+            Owner::Builtin { data, size } => {
+                // SAFETY: allocated by `alloc::builtin` with exactly this size and alignment
+                // (a layout it checked).
+                unsafe {
+                    std::alloc::dealloc(
+                        data.as_ptr(),
+                        Layout::from_size_align_unchecked(size, alloc::RFFI_CPU_TENSOR_ALIGNMENT),
+                    )
+                }
             }
+        }
+    }
+}
+
+/// Runs a DLPack 1.x producer's deleter; a NULL deleter means "nothing to free".
+///
+/// # Safety
+/// `m` was handed over on import and is released only this once, as DLPack requires.
+#[inline(always)]
+unsafe fn release_versioned(m: NonNull<DLManagedTensorVersioned>) {
+    // SAFETY: forwarded contract; the managed tensor is valid until its deleter runs.
+    unsafe {
+        if let Some(d) = (*m.as_ptr()).deleter {
+            d(m.as_ptr());
         }
     }
 }
@@ -107,6 +124,9 @@ const TAIL_OFFSET: usize = size_of::<TensorHead>();
 /// | 96 | shape[n], then strides[n]; `DLTensor::shape` points here |
 /// | after | `Owner` (Rust layout: touched only by the image that made the tensor) |
 ///
+/// Objects of up to `SMALL_NDIM` dimensions are all laid out as if they had `SMALL_NDIM` (the
+/// owner at a fixed offset), so their memory can be reused (`tensor_layout`, `cache`).
+///
 /// The head is plain `repr(C)` data so that a plugin's copy of rffi (another image, perhaps
 /// another compiler) can read the flags of a tensor the host made, and the other way round;
 /// see `Tensor::rffi_head`.
@@ -129,22 +149,66 @@ const _: () = {
     assert!(TAIL_OFFSET == 96);
 };
 
-/// The layout of a tensor object with an `ndim`-dimensional tail, and the offset of its owner.
+/// Alignment of tensor objects (that of the head; the owner needs no more, see below).
+const TENSOR_ALIGN: usize = align_of::<TensorHead>();
+
+const _: () = {
+    // The owner follows the tail at an offset that is a multiple of 8 and ends the object with
+    // no padding, so `tensor_layout` needs no rounding.
+    assert!(align_of::<Owner>() <= TENSOR_ALIGN);
+    assert!(size_of::<Owner>() % TENSOR_ALIGN == 0);
+    assert!(TAIL_OFFSET % TENSOR_ALIGN == 0);
+};
+
+/// Tensors of up to this many dimensions (nearly all) share one object size, so their memory
+/// can be reused through a per-thread cache (see `cache`).
+const SMALL_NDIM: usize = 4;
+
+/// Offset of the owner in a small tensor object, and the object's size.
+const SMALL_OWNER_OFFSET: usize = TAIL_OFFSET + 2 * SMALL_NDIM * size_of::<i64>();
+const SMALL_SIZE: usize = SMALL_OWNER_OFFSET + size_of::<Owner>();
+
+type SmallBlocks = cache::FreeBlocks<SMALL_SIZE, TENSOR_ALIGN>;
+
+thread_local! {
+    /// This thread's freed small tensor objects.
+    static SMALL_TENSORS: core::cell::UnsafeCell<SmallBlocks> =
+        const { core::cell::UnsafeCell::new(SmallBlocks::new()) };
+}
+
+/// The layout of a tensor object with an `ndim`-dimensional tail, and the offset of its owner:
+/// the head, shape[ndim], strides[ndim], then the `Owner`. Tensors of up to `SMALL_NDIM`
+/// dimensions all get the layout of `SMALL_NDIM` (`SmallBlocks::LAYOUT`).
+#[inline]
 fn tensor_layout(ndim: usize) -> (Layout, usize) {
-    // ndim comes from an i32, so the tail is below 32 GiB and the layout always exists.
-    let head = Layout::from_size_align(
-        TAIL_OFFSET + 2 * ndim * size_of::<i64>(),
-        align_of::<TensorHead>(),
-    )
-    .expect("tensor layout");
-    let (layout, owner_offset) = head.extend(Layout::new::<Owner>()).expect("tensor layout");
-    (layout.pad_to_align(), owner_offset)
+    if ndim <= SMALL_NDIM {
+        return (SmallBlocks::LAYOUT, SMALL_OWNER_OFFSET);
+    }
+    // ndim comes from an i32, so the object is below 33 GiB and never overflows on 64-bit
+    // targets; the checks only matter (and only cost a compare) on narrower ones.
+    let owner_offset = ndim
+        .checked_mul(2 * size_of::<i64>())
+        .and_then(|tail| tail.checked_add(TAIL_OFFSET));
+    let layout = owner_offset
+        .and_then(|o| o.checked_add(size_of::<Owner>()))
+        .and_then(|size| Layout::from_size_align(size, TENSOR_ALIGN).ok());
+    match (layout, owner_offset) {
+        (Some(layout), Some(offset)) => (layout, offset),
+        _ => tensor_too_large(ndim),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn tensor_too_large(ndim: usize) -> ! {
+    panic!("a tensor object with {ndim} dimensions does not fit in the address space")
 }
 
 /// The owner of a tensor this image made.
 ///
 /// # Safety
-/// `head` must be a tensor made by `TensorParts::build` in this image.
+/// `head` must be a tensor made by `alloc_tensor` in this image.
+#[inline]
 unsafe fn owner_ptr(head: *mut TensorHead) -> *mut Owner {
     // SAFETY: forwarded contract; `tail_ndim` gives back the layout it was built with.
     unsafe { head.byte_add(tensor_layout((*head).tail_ndim).1).cast() }
@@ -152,15 +216,146 @@ unsafe fn owner_ptr(head: *mut TensorHead) -> *mut Owner {
 
 unsafe extern "C" fn tensor_deleter(obj: *mut c_void, flags: i32) {
     let t = obj.cast::<TensorHead>();
+    // SAFETY: `tail_ndim` is a plain integer written by `alloc_tensor`.
+    let n = unsafe { (*t).tail_ndim };
+    if flags == kRFFIObjectDeleterFlagBitMaskBoth && n <= SMALL_NDIM {
+        // SAFETY: the owner of a small object, live: the protocol calls this once with both
+        // bits while the body is live.
+        let owner = unsafe { &*t.byte_add(SMALL_OWNER_OFFSET).cast::<Owner>() };
+        if let &Owner::Versioned(m) = owner {
+            // The usual case: the last reference to a DLPack 1.x import, whose owner holds
+            // nothing else to drop. The memory goes first, so that the producer's deleter (which
+            // may do anything) runs last, as a tail call.
+            // SAFETY: a small object from `alloc_tensor`, not touched again; the producer's
+            // tensor is released once, here.
+            unsafe {
+                cache::free(&SMALL_TENSORS, NonNull::new_unchecked(obj.cast()));
+                release_versioned(m);
+            }
+            return;
+        }
+    }
+    // SAFETY: forwarded from the protocol.
+    unsafe { tensor_deleter_general(t, n, flags) }
+}
+
+/// `tensor_deleter` for every other owner and for the two-step (strong, then weak) protocol.
+///
+/// # Safety
+/// As `tensor_deleter`, with `n` the object's `tail_ndim`.
+#[inline(never)]
+unsafe fn tensor_deleter_general(t: *mut TensorHead, n: usize, flags: i32) {
     if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
         // SAFETY: the protocol calls this once with the strong bit while the body is live; the
-        // owner is the only field that needs dropping.
-        unsafe { core::ptr::drop_in_place(owner_ptr(t)) };
+        // owner, at the offset the object was laid out with, is the only field to drop.
+        unsafe { core::ptr::drop_in_place(t.byte_add(tensor_layout(n).1).cast::<Owner>()) };
     }
     if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
-        // SAFETY: made by `TensorParts::build` with `tensor_layout(tail_ndim)`; `tail_ndim` is a
-        // plain integer, still readable after the owner was dropped.
-        unsafe { std::alloc::dealloc(obj.cast(), tensor_layout((*t).tail_ndim).0) };
+        // SAFETY: allocated by `alloc_tensor(n)` (so not NULL); the owner was dropped above or by
+        // an earlier strong-only call, so only the memory is left.
+        unsafe { free_tensor_memory(NonNull::new_unchecked(t.cast()), n) };
+    }
+}
+
+/// Frees the memory of a tensor object with an `n`-dimensional tail.
+///
+/// # Safety
+/// `obj` came from `alloc_tensor(n)`, holds nothing that needs dropping, and is not used again.
+#[inline]
+unsafe fn free_tensor_memory(obj: NonNull<u8>, n: usize) {
+    if n <= SMALL_NDIM {
+        // SAFETY: small objects come from `cache::alloc` on this cache (see `alloc_tensor`).
+        unsafe { cache::free(&SMALL_TENSORS, obj) }
+    } else {
+        // SAFETY: the others come from the global allocator with `tensor_layout(n)`.
+        unsafe { std::alloc::dealloc(obj.as_ptr(), tensor_layout(n).0) }
+    }
+}
+
+/// Allocates a tensor object with an `n`-dimensional tail and writes its object header (one
+/// strong reference, `tensor_deleter`) and `tail_ndim`. The caller fills shape and strides at
+/// `TAIL_OFFSET`, then calls `finish_tensor` (or frees the memory with `free_unfinished`).
+#[inline]
+fn alloc_tensor(n: usize) -> NonNull<TensorHead> {
+    let t = if n <= SMALL_NDIM {
+        cache::alloc(&SMALL_TENSORS).cast::<TensorHead>()
+    } else {
+        let (layout, _) = tensor_layout(n);
+        // SAFETY: the layout has a non-zero size (at least the head).
+        let mem = unsafe { std::alloc::alloc(layout) }.cast::<TensorHead>();
+        let Some(t) = NonNull::new(mem) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        t
+    };
+    // SAFETY: fresh memory, large enough for the head; header and `tail_ndim` are written
+    // field by field, the rest of the head by `finish_tensor`.
+    unsafe {
+        let p = t.as_ptr();
+        (&raw mut (*p).base.header).write(RFFIObject {
+            combined_ref_count: INITIAL_COUNT,
+            type_index: kRFFITensor,
+            __padding: 0,
+            deleter: Some(tensor_deleter),
+        });
+        (&raw mut (*p).tail_ndim).write(n);
+    }
+    t
+}
+
+/// The shape array of a tensor from `alloc_tensor` (strides follow at `+ n`): `TAIL_OFFSET`
+/// bytes in, inside the allocation.
+#[inline]
+fn tail_ptr(t: NonNull<TensorHead>) -> *mut i64 {
+    t.as_ptr().wrapping_byte_add(TAIL_OFFSET).cast()
+}
+
+/// Frees a tensor from `alloc_tensor` that `finish_tensor` was not called on.
+///
+/// # Safety
+/// `t` came from `alloc_tensor(n)` and is not used afterwards.
+#[cold]
+#[inline(never)]
+unsafe fn free_unfinished(t: NonNull<TensorHead>, n: usize) {
+    // SAFETY: forwarded contract; nothing in it needs dropping.
+    unsafe { free_tensor_memory(t.cast(), n) }
+}
+
+/// The fields `finish_tensor` writes into the `DLTensor` and the head.
+pub(crate) struct TensorFields {
+    pub data: *mut c_void,
+    pub device: DLDevice,
+    pub dtype: DLDataType,
+    pub byte_offset: u64,
+    pub flags: u32,
+}
+
+/// Completes a tensor from `alloc_tensor(n)` whose shape and strides are filled: writes the
+/// `DLTensor`, the rest of the head and the owner, and hands over the one reference.
+///
+/// # Safety
+/// `t` came from `alloc_tensor(n)` with the tail filled; `n` fits in i32.
+#[inline(always)]
+unsafe fn finish_tensor(t: NonNull<TensorHead>, n: usize, f: TensorFields, owner: Owner) -> Tensor {
+    let p = t.as_ptr();
+    let shape = tail_ptr(t);
+    // SAFETY: the fields of a fresh object of `tensor_layout(n)`, written once; the header was
+    // written by `alloc_tensor`, so the object is complete and its reference can be handed over.
+    unsafe {
+        (&raw mut (*p).base.dl_tensor).write(DLTensor {
+            data: f.data,
+            device: f.device,
+            ndim: n as i32,
+            dtype: f.dtype,
+            shape,
+            strides: shape.add(n),
+            byte_offset: f.byte_offset,
+        });
+        (&raw mut (*p).magic).write(TENSOR_MAGIC);
+        (&raw mut (*p).flags).write(f.flags);
+        (&raw mut (*p)._reserved).write(0);
+        p.byte_add(tensor_layout(n).1).cast::<Owner>().write(owner);
+        Tensor(ObjectRef::from_raw(t.cast()))
     }
 }
 
@@ -187,44 +382,32 @@ impl TensorParts<'_> {
         debug_assert!(self.strides.is_none_or(|s| s.len() == n));
         let flags = (if self.read_only { FLAG_READ_ONLY } else { 0 })
             | (if self.borrowed { FLAG_BORROWED } else { 0 });
-        let (layout, owner_offset) = tensor_layout(n);
-        // SAFETY: `init` writes every field after the header, the whole tail and the owner; the
-        // deleter drops the owner and frees `tensor_layout(n)`, the layout allocated here.
-        let obj = unsafe {
-            alloc_with_tail(kRFFITensor, layout, tensor_deleter, |tail| {
-                let t = tail.sub(size_of::<RFFIObject>()).cast::<TensorHead>();
-                let shape = t.byte_add(TAIL_OFFSET).cast::<i64>();
-                let strides = shape.add(n);
-                core::ptr::copy_nonoverlapping(self.shape.as_ptr(), shape, n);
-                match self.strides {
-                    Some(s) => core::ptr::copy_nonoverlapping(s.as_ptr(), strides, n),
-                    None => fill_compact_strides(
-                        self.shape,
-                        core::slice::from_raw_parts_mut(strides, n),
-                    ),
+        let t = alloc_tensor(n);
+        let shape = tail_ptr(t);
+        // SAFETY: the tail of a fresh `alloc_tensor(n)` holds 2n i64s, disjoint from the
+        // caller's slices; once filled, `finish_tensor` completes the object.
+        unsafe {
+            let strides = shape.add(n);
+            core::ptr::copy_nonoverlapping(self.shape.as_ptr(), shape, n);
+            match self.strides {
+                Some(s) => core::ptr::copy_nonoverlapping(s.as_ptr(), strides, n),
+                None => {
+                    fill_compact_strides(self.shape, core::slice::from_raw_parts_mut(strides, n))
                 }
-                t.write(TensorHead {
-                    base: RFFITensorObject {
-                        header: t.cast::<RFFIObject>().read(),
-                        dl_tensor: DLTensor {
-                            data: self.data,
-                            device: self.device.raw(),
-                            ndim: n as i32,
-                            dtype: self.dtype.raw(),
-                            shape,
-                            strides,
-                            byte_offset: self.byte_offset,
-                        },
-                    },
-                    magic: TENSOR_MAGIC,
+            }
+            finish_tensor(
+                t,
+                n,
+                TensorFields {
+                    data: self.data,
+                    device: self.device.raw(),
+                    dtype: self.dtype.raw(),
+                    byte_offset: self.byte_offset,
                     flags,
-                    _reserved: 0,
-                    tail_ndim: n,
-                });
-                t.byte_add(owner_offset).cast::<Owner>().write(self.owner);
-            })
-        };
-        Tensor(obj)
+                },
+                self.owner,
+            )
+        }
     }
 }
 
@@ -487,6 +670,37 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// A foreign tensor object breaking the ABI's "strides always filled" rule, which
+    /// `from_object` wraps.
+    #[inline]
+    fn lacks_strides(&self) -> bool {
+        let dl = self.dl_tensor();
+        dl.ndim > 0 && dl.strides.is_null() && self.rffi_head().is_none()
+    }
+
+    /// A live object as a Tensor without a reference of its own, if it is a Tensor that
+    /// `from_object` takes as it is (`None` for other types, and for the tensors it wraps).
+    ///
+    /// # Safety
+    /// `obj` must be a live object, and the result must not be used after the caller's
+    /// reference is gone. The result is never dropped, so it releases nothing.
+    #[inline]
+    pub(crate) unsafe fn borrow_object(
+        obj: NonNull<RFFIObject>,
+    ) -> Option<core::mem::ManuallyDrop<Tensor>> {
+        // SAFETY: a live object per the contract; its header says whether it is a tensor, and
+        // then the wrapper only lives as long as the caller's reference.
+        unsafe {
+            if (*obj.as_ptr()).type_index != kRFFITensor {
+                return None;
+            }
+            let t = core::mem::ManuallyDrop::new(Tensor(ObjectRef::from_raw(obj)));
+            (!t.lacks_strides()).then_some(t)
+        }
+    }
+}
+
 impl core::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
@@ -534,8 +748,7 @@ unsafe impl ObjectType for Tensor {
             return Err(obj);
         }
         let t = Tensor(obj);
-        let dl = t.dl_tensor();
-        if dl.ndim > 0 && dl.strides.is_null() && t.rffi_head().is_none() {
+        if t.lacks_strides() {
             return Ok(view::wrap_foreign_without_strides(t));
         }
         Ok(t)
