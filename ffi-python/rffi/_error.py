@@ -163,7 +163,9 @@ def _fake_frame(filename: str, lineno: int, name: str):
         exec(code, {"_FrameProbe": _FrameProbe})
     except _FrameProbe as probe:
         tb = probe.__traceback__.tb_next
-        hit = (tb.tb_frame, tb.tb_lasti)
+        # No instruction offset (-1): the frame's source line is shown without the column
+        # markers of the probe's own `raise`, which would point into the native source line.
+        hit = (tb.tb_frame, -1)
         del probe, tb
     if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
         _FRAME_CACHE.clear()
