@@ -26,10 +26,17 @@ pub fn guard(body: impl FnOnce() -> Result<()>) -> i32 {
 #[inline]
 pub fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<*const T> {
     if p.is_null() {
-        Err(Error::value_error(format!("{func}: `{arg}` is NULL")))
+        Err(null_argument(func, arg))
     } else {
         Ok(p)
     }
+}
+
+/// Kept out of line so the checks above cost callers (every entry point) only a compare.
+#[cold]
+#[inline(never)]
+fn null_argument(func: &str, arg: &str) -> Error {
+    Error::value_error(format!("{func}: `{arg}` is NULL"))
 }
 
 /// A writable out-pointer, or a ValueError.
