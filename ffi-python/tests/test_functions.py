@@ -174,3 +174,13 @@ def test_callback_argument_lifetimes(testing):
 def test_function_repr():
     f = rffi.get_global_func("testing.add_one")
     assert repr(f).startswith("<rffi.Function testing.add_one at 0x")
+
+
+def test_reentrant_calls_of_one_function(testing):
+    # Every level calls the same Function object while its outer calls are still in flight: each
+    # call works in its own frame, so the arguments of the outer ones stay intact.
+    def rec(n, tag):
+        assert tag == f"level {n}"
+        return 0 if n == 0 else testing.apply(rec, n - 1, f"level {n - 1}") + 1
+
+    assert testing.apply(rec, 40, "level 40") == 40
