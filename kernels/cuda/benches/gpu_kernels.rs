@@ -98,7 +98,9 @@ fn main() {
         unsafe { result::memcpy_dtod_async(po, pa, bytes, stream) }.unwrap();
     });
     let copy_bw = 2.0 * bytes as f64 / copy_ms / 1e6;
-    let add_ms = time(stream, 20, || call(Op::Add, &[Any::from(&a), Any::from(&b), Any::from(&o)]));
+    let add_ms = time(stream, 20, || {
+        call(Op::Add, &[Any::from(&a), Any::from(&b), Any::from(&o)])
+    });
     let add_bw = 3.0 * bytes as f64 / add_ms / 1e6;
     println!(
         "| add f32 256 MiB | {add_ms:.3} | {add_bw:.0} GB/s | copy {copy_bw:.0} GB/s ({copy_ms:.3} ms) | {:.2} |",
@@ -107,11 +109,23 @@ fn main() {
 
     // softmax over the last dim of 65536 x 4096.
     let (rows, cols) = (65536i64, 4096i64);
-    for dt in [DataType::float(32), DataType::float(16), DataType::bfloat16()] {
+    for dt in [
+        DataType::float(32),
+        DataType::float(16),
+        DataType::bfloat16(),
+    ] {
         let bytes = (rows * cols) as usize * dt.bytes_per_element();
         let (px, py) = (alloc(bytes), alloc(bytes));
-        let (x, y) = (dev_tensor(px, &[rows, cols], dt), dev_tensor(py, &[rows, cols], dt));
-        let ms = time(stream, 10, || call(Op::Softmax, &[Any::from(&x), Any::from(-1i64), Any::from(&y)]));
+        let (x, y) = (
+            dev_tensor(px, &[rows, cols], dt),
+            dev_tensor(py, &[rows, cols], dt),
+        );
+        let ms = time(stream, 10, || {
+            call(
+                Op::Softmax,
+                &[Any::from(&x), Any::from(-1i64), Any::from(&y)],
+            )
+        });
         let bw = 2.0 * bytes as f64 / ms / 1e6;
         println!(
             "| softmax {dt} 65536x4096 | {ms:.3} | {bw:.0} GB/s | copy {copy_bw:.0} GB/s | {:.2} |",
@@ -130,8 +144,14 @@ fn main() {
     let bytes = (s * s) as usize * 2;
     let (ma, mb, mc) = (alloc(bytes), alloc(bytes), alloc(bytes));
     let dt = DataType::bfloat16();
-    let (x, y, z) = (dev_tensor(ma, &[s, s], dt), dev_tensor(mb, &[s, s], dt), dev_tensor(mc, &[s, s], dt));
-    let ms = time(stream, 10, || call(Op::Matmul, &[Any::from(&x), Any::from(&y), Any::from(&z)]));
+    let (x, y, z) = (
+        dev_tensor(ma, &[s, s], dt),
+        dev_tensor(mb, &[s, s], dt),
+        dev_tensor(mc, &[s, s], dt),
+    );
+    let ms = time(stream, 10, || {
+        call(Op::Matmul, &[Any::from(&x), Any::from(&y), Any::from(&z)])
+    });
     let tflops = 2.0 * (s * s * s) as f64 / ms / 1e9;
     println!("| matmul bf16 8192^3 (zeros) | {ms:.3} | {tflops:.0} TFLOP/s | | |");
 }
