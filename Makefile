@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test python-test python-demo bench header clean
+.PHONY: all demo test check-tools fmt-check clippy rust-test python-test python-demo kernels-test bench header clean
 
 all: demo
 
@@ -34,7 +34,7 @@ demo: check-tools python-demo
 	$(TARGET_DIR)/release/rffi-example-rust-host $(RUST_PLUGIN) $(C_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
-test: check-tools fmt-check clippy rust-test python-test
+test: check-tools fmt-check clippy rust-test python-test kernels-test
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -49,6 +49,12 @@ rust-test:
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools
 	ffi-python/scripts/test.sh
+
+## The kernels from Python (CPU), through the plugin, in the venv python-test made.
+kernels-test: python-test
+	$(CARGO) build --release -p rffi-kernels-plugin
+	RFFI_KERNELS_PLUGIN=$(LIB_RELEASE)/librffi_kernels_plugin.so PYTHONPATH=kernels/python \
+	    $(TARGET_DIR)/py-venv/bin/python -m pytest -q -p no:cacheprovider kernels/tests/python
 
 ## The Python examples in examples/python, against a fresh install of the package.
 python-demo: check-tools
