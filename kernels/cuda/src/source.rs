@@ -265,35 +265,35 @@ extern "C" __global__ void store_acc(u64 pacc, u64 po) { *(T*)po = st((C)*(const
 pub fn module_source(dt: &Dt) -> String {
     let defs = match dt.name {
         "f32" => {
-            "typedef float T; typedef float C; typedef float ACC; #define IS_FLOAT 1\n\
+            "typedef float T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return v; }\n\
                   __device__ __forceinline__ T st(C v) { return v; }\n\
                   #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "f64" => {
-            "typedef double T; typedef double C; typedef double ACC; #define IS_FLOAT 1\n\
+            "typedef double T; typedef double C; typedef double ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return v; }\n\
                   __device__ __forceinline__ T st(C v) { return v; }\n\
                   #define EXP(x) exp(x)\n#define ERFC(x) erfc(x)\n\
                   #define NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))\n"
         }
         "f16" => {
-            "typedef u16 T; typedef float C; typedef float ACC; #define IS_FLOAT 1\n\
+            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return h2f(v); }\n\
                   __device__ __forceinline__ T st(C v) { return f2h(v); }\n\
                   #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "bf16" => {
-            "typedef u16 T; typedef float C; typedef float ACC; #define IS_FLOAT 1\n\
+            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return b2f(v); }\n\
                   __device__ __forceinline__ T st(C v) { return f2b(v); }\n\
                   #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "i32" => {
-            "typedef int T; typedef int C; typedef unsigned int U; #define IS_FLOAT 0\n\
+            "typedef int T; typedef int C; typedef unsigned int U;\n#define IS_FLOAT 0\n\
                   __device__ __forceinline__ C ld(T v) { return v; }\n\
                   __device__ __forceinline__ T st(C v) { return v; }\n"
         }
