@@ -15,6 +15,7 @@ pub mod error;
 pub mod function;
 pub mod module;
 pub mod object;
+pub mod pyfast;
 pub mod python;
 pub mod tensor;
 pub mod value;

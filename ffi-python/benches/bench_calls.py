@@ -1,5 +1,9 @@
-"""Per-call cost from Python: rffi (ctypes path) side by side with tvm-ffi (Cython) and plain
-ctypes calls of equivalent C functions, in one process. Prints a Markdown table.
+"""Per-call cost from Python: rffi's native fast path and its ctypes path side by side with tvm-ffi
+(Cython) and plain ctypes calls of equivalent C functions, in one process. Prints a Markdown table.
+
+rffi columns: "fast" is the default Function (the native fast path, GIL released around the
+native call); "fast, GIL kept" the same with `release_gil = False`; "ctypes path" the pure-ctypes
+call path (what `RFFI_PYTHON_FASTPATH=0` gives), through wrappers of the same functions.
 
 Run: ffi-python/benches/run.sh (sets up the venv and the library). Needs `cc`; tvm-ffi and numpy
 are optional (their columns/rows are left out when missing).
@@ -11,6 +15,7 @@ import ctypes
 import os
 import pathlib
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -18,6 +23,7 @@ import tempfile
 import timeit
 
 import rffi
+from rffi import _core
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -55,6 +61,15 @@ def measure(stmt, env, number, repeat):
     times = timeit.repeat(stmt, number=number, repeat=repeat, globals=env)
     per = [t / number * 1e9 for t in times]
     return statistics.median(per), min(per)
+
+
+def ctypes_path(f):
+    """A wrapper of the same runtime function that calls through the ctypes path."""
+    cls = _core._CtypesFunction
+    g = cls.__new__(cls)
+    _core._IncRef(f._handle)
+    g._handle, g._tidx, g._frames, g._name = f._handle, f._tidx, [], f._name
+    return g
 
 
 def main():
@@ -109,13 +124,15 @@ def main():
         rffi=rffi,
     )
 
-    def r_raise_catch():
-        try:
-            r["raise_error"]("ValueError", "x")
-        except ValueError:
-            pass
+    def raise_catch(f):
+        def run():
+            try:
+                f("ValueError", "x")
+            except ValueError:
+                pass
 
-    env["r_raise_catch"] = r_raise_catch
+        return run
+
 
     if tvm_ffi is not None:
         t = {
@@ -148,6 +165,19 @@ def main():
         )
         if tvm_ffi is not None:
             env["t_tensor"] = tvm_ffi.from_dlpack(arr)
+
+    # The same functions through the other rffi call paths: `rk_*` keeps the GIL (fast path),
+    # `rc_*` is the ctypes path. Values that are not Functions are shared.
+    for name, value in list(env.items()):
+        if name.startswith("r_"):
+            env["rk_" + name[2:]] = env["rc_" + name[2:]] = value
+            if isinstance(value, rffi.Function):
+                env["rk_" + name[2:]] = kept = rffi.Function(value)
+                kept.release_gil = False
+                env["rc_" + name[2:]] = ctypes_path(value)
+    env["r_raise_catch"] = raise_catch(env["r_raise"])
+    env["rk_raise_catch"] = raise_catch(env["rk_raise"])
+    env["rc_raise_catch"] = raise_catch(env["rc_raise"])
 
     # (label, rffi stmt, tvm-ffi stmt, ctypes stmt, ctypes description, calls scale)
     cases = [
@@ -220,20 +250,41 @@ def main():
         ),
     ]
     have_np = np is not None
+    fast = _core.FASTPATH
+    # Warm up (CPU clock, caches): the first timings of a fresh process run slow.
+    for stmt in ("r_nop()", "rk_nop()", "rc_nop()", "c.noop()"):
+        measure(stmt, env, number, 6)
     print(
         f"Python calls, ns per call (median / best of {repeat} x {number}); "
         f"CPython {platform.python_version()}, tvm-ffi "
-        f"{getattr(tvm_ffi, '__version__', 'absent')}, {os.cpu_count()} cores"
+        f"{getattr(tvm_ffi, '__version__', 'absent')}, {os.cpu_count()} cores; rffi fast path: "
+        + ("on" if fast else f"off ({_core.FASTPATH_REASON})")
     )
     print()
-    header = ["call", "rffi", "tvm-ffi", "plain ctypes", "rffi / tvm-ffi", "rffi / ctypes"]
-    print("| " + " | ".join(header + ["ctypes baseline"]) + " |")
-    print("|---|---|---|---|---|---|---|")
+    header = [
+        "call",
+        "rffi fast",
+        "rffi fast, GIL kept",
+        "rffi ctypes path",
+        "tvm-ffi",
+        "plain ctypes",
+        "fast / tvm-ffi",
+        "fast / ctypes",
+        "ctypes baseline",
+    ]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
     for label, rs, ts, cs, cdesc, scale in cases:
         if ("arr" in rs or "tensor" in rs) and not have_np:
             continue
         n = max(number // scale, 100)
-        rm, rb = measure(rs, env, n, repeat)
+        rkm = rkb = None
+        if fast:
+            rm, rb = measure(rs, env, n, repeat)
+            rkm, rkb = measure(re.sub(r"\br_", "rk_", rs), env, n, repeat)
+        rcm, rcb = measure(re.sub(r"\br_", "rc_", rs), env, n, repeat)
+        if not fast:
+            rm, rb = rcm, rcb
         tm = tb = cm = cb_ = None
         if tvm_ffi is not None:
             tm, tb = measure(ts, env, n, repeat)
@@ -245,10 +296,18 @@ def main():
 
         ratio_t = f"{rm / tm:.2f}x" if tm else "—"
         ratio_c = f"{rm / cm:.2f}x" if cm else "—"
-        print(
-            f"| {label} | {fmt(rm, rb)} | {fmt(tm, tb)} | {fmt(cm, cb_)} | {ratio_t} | "
-            f"{ratio_c} | {cdesc or '—'} |"
-        )
+        cells = [
+            label,
+            fmt(rm, rb) if fast else "—",
+            fmt(rkm, rkb),
+            fmt(rcm, rcb),
+            fmt(tm, tb),
+            fmt(cm, cb_),
+            ratio_t,
+            ratio_c,
+            cdesc or "—",
+        ]
+        print("| " + " | ".join(cells) + " |")
         sys.stdout.flush()
 
 

@@ -23,6 +23,10 @@ def main(argv=None) -> int:
     print(f"rffi {rffi.__version__} (C ABI {major}.{minor}.{patch})")
     print(f"library: {rffi.LIB_PATH}")
     print(f"python: {sys.version.split()[0]} ({sys.implementation.name})")
+    from rffi import _core
+
+    path = "native fast path" if _core.FASTPATH else f"ctypes ({_core.FASTPATH_REASON})"
+    print(f"call path: {path}")
     print(f"global functions: {len(names)}")
     namespaces: dict = {}
     for name in names:

@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
-from . import _lib
+from . import _lib, _pyfast
 from ._dtype import DataType, Device
 from ._error import _TRAMPOLINE_CODE, Error, set_raised_from_python, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, header_type_index, type_key, wrap_new
@@ -662,6 +662,18 @@ class Function(Object):
             if temps is not None:
                 _release_temps(temps)
 
+    @property
+    def release_gil(self) -> bool:
+        """Whether a call releases the GIL while the native function runs (default True, so a
+        long call lets other threads run). With the fast path, setting it to False on a Function
+        saves ~40 ns per call for short functions that never block; the ctypes path always
+        releases the GIL and ignores the setting."""
+        return True
+
+    @release_gil.setter
+    def release_gil(self, value) -> None:
+        pass
+
     def _call_keep(self, *args):
         """Calls and returns ``(type_index, payload)`` of the result without converting it: for an
         object result, the caller takes over the reference."""
@@ -682,6 +694,39 @@ class Function(Object):
     def __repr__(self) -> str:
         name = self._name or "<anonymous>"
         return f"<rffi.Function {name} at {self._handle:#x}>"
+
+
+# The fast path (rffi/_pyfast.py): the library makes `Function` a vectorcall subclass of the class
+# above, which converts common arguments and results in Rust and hands everything else to the
+# class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
+_CtypesFunction = Function
+
+
+def _fast_decode(w: int, p: int):
+    """A call result the fast path leaves to Python: type word (index | small length << 32) and
+    payload; an object result's reference is taken over."""
+    ti = w & _M32
+    if ti >= 64:
+        return _obj_owned(ti, p)
+    return _decode_pod(ti, w >> 32, p)
+
+
+FASTPATH = _pyfast.ENABLED
+FASTPATH_REASON = _pyfast.REASON
+if FASTPATH:
+    try:
+        Function = _pyfast.make_function_type(
+            _CtypesFunction,
+            _CtypesFunction.__call__,
+            take_raised_exception,
+            _fast_decode,
+            _SETTERS,
+            _set_object,
+            Object,
+        )
+        Function.__doc__ = _CtypesFunction.__doc__
+    except Exception as e:  # pragma: no cover - a library that cannot build the type
+        FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
 
 
 def _wrap_function(h: int, name=None) -> Function:

@@ -686,6 +686,45 @@ int32_t RFFIObjectCreateOpaque(void *handle,
 int32_t RFFITypeIndexToKey(int32_t type_index, struct RFFIByteArray *out);
 
 /**
+ * The CPython entry points the fast path needs, as space-separated `kind:name` entries in the
+ * order `RFFIPyFastInit` expects them. `kind` is `f` (a function: its address), `o` (a static
+ * object such as `_Py_NoneStruct`: its address) or `p` (a `PyObject*` variable such as
+ * `PyExc_TypeError`: the pointer it holds). The string is static and NUL-terminated.
+ */
+const char *RFFIPyFastSymbolNames(void);
+
+/**
+ * Hands the fast path the CPython entry points: `table` holds `n` addresses in the order of
+ * `RFFIPyFastSymbolNames`, `object_basicsize` is `object.__basicsize__` of the running
+ * interpreter (its object header size). Returns 0, or -1 when the count is wrong, an entry is
+ * NULL or the header size is implausible (then nothing is stored and no error is raised). Call
+ * it once per process, from Python through `ctypes.PyDLL`; later calls keep the first table.
+ *
+ * # Safety
+ * `table` must be NULL or point to `n` readable pointers that are the named CPython entries of
+ * the interpreter this process runs.
+ */
+int32_t RFFIPyFastInit(const void *const *table, int32_t n, int64_t object_basicsize);
+
+/**
+ * Builds the `rffi.Function` class of the fast path and returns a new reference to it, or NULL
+ * with a Python exception set. `bases` is a tuple holding the package's Python Function class
+ * (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
+ * `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
+ * `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
+ * tidx_slot)` described in the package's `rffi/_pyfast.py` (the last two: byte offsets of the
+ * `_handle` and `_tidx` slots in an `Object` instance). Instances expose the members `_handle`, `_tidx` and `release_gil`.
+ * Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
+ * `restype = ctypes.py_object`.
+ *
+ * # Safety
+ * The arguments must be live Python objects of the kinds described, and the GIL must be held.
+ */
+void *RFFIPyFastMakeFunctionType(void *bases,
+                                 int64_t base_basicsize,
+                                 void *hooks);
+
+/**
  * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the
  * result in `frame->result`: the same call, checks and outcome as
  * `RFFIFunctionCall(frame->func, args, frame->num_args, &frame->result)`.

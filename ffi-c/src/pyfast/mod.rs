@@ -1,0 +1,142 @@
+//! The native fast path of the `rffi` Python package: vectorcall callables for rffi Functions,
+//! built through CPython's stable ABI without linking libpython.
+//!
+//! At import the package resolves the CPython entry points named by `RFFIPyFastSymbolNames` from
+//! `ctypes.pythonapi` and hands them over once with `RFFIPyFastInit`; then
+//! `RFFIPyFastMakeFunctionType` builds the package's `rffi.Function` class as a heap type whose
+//! instances are called through vectorcall. A call converts the common argument kinds (None, bool,
+//! int, float, str, bytes, runtime objects the package wraps) by exact type into `RFFIAny` values
+//! on the stack, calls the function, and converts the simple result kinds (None, int, bool, float,
+//! str) back. Every other kind, and every argument it cannot convert, goes to Python callables the
+//! package registered, so the conversion rules (and their error messages) stay in one place.
+//!
+//! Everything here runs with the GIL held (the entry points are called from the interpreter or
+//! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
+//! `release_gil` is false.
+#![allow(clippy::missing_safety_doc)]
+
+mod call;
+mod cpython;
+
+use cpython::*;
+use std::ffi::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The Python objects a Function type calls back into, and its field offset (see `call`).
+pub(crate) struct Hooks {
+    /// The type made by `RFFIPyFastMakeFunctionType`.
+    pub func_type: PyObj,
+    /// `fallback(self, *args, **kwargs)`: the package's full call path.
+    pub fallback: PyObj,
+    /// `take_raised_exception()`: the exception for this thread's raised Error.
+    pub take_raised: PyObj,
+    /// `decode(type_word, payload)`: a result value the fast path does not convert; takes over an
+    /// object result's reference.
+    pub decode: PyObj,
+    /// The package's dict of exact type -> argument setter.
+    pub setters: PyObj,
+    /// The setter of runtime objects: arguments whose type maps to it pass `(_tidx, _handle)`.
+    pub set_object: PyObj,
+    /// The package's Object class, and the byte offsets of its `_handle` and `_tidx` slots.
+    pub object_type: PyObj,
+    pub handle_slot: usize,
+    pub tidx_slot: usize,
+    /// Interned `"_handle"` and `"_tidx"`.
+    pub handle_name: PyObj,
+    pub tidx_name: PyObj,
+    /// Byte offset of the native fields in an instance (the base class's basic size).
+    pub fields: usize,
+}
+
+// SAFETY: the hooks are only touched with the GIL held; the struct is immutable once published.
+unsafe impl Sync for Hooks {}
+// SAFETY: as above.
+unsafe impl Send for Hooks {}
+
+static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(std::ptr::null_mut());
+
+#[inline(always)]
+pub(crate) fn hooks() -> Option<&'static Hooks> {
+    let p = HOOKS.load(Ordering::Acquire);
+    // SAFETY: a published Hooks is leaked, so it lives for the rest of the process.
+    unsafe { p.as_ref() }
+}
+
+/// The CPython entry points the fast path needs, as space-separated `kind:name` entries in the
+/// order `RFFIPyFastInit` expects them. `kind` is `f` (a function: its address), `o` (a static
+/// object such as `_Py_NoneStruct`: its address) or `p` (a `PyObject*` variable such as
+/// `PyExc_TypeError`: the pointer it holds). The string is static and NUL-terminated.
+#[no_mangle]
+pub extern "C" fn RFFIPyFastSymbolNames() -> *const c_char {
+    SYMBOL_NAMES.as_ptr().cast()
+}
+
+/// Hands the fast path the CPython entry points: `table` holds `n` addresses in the order of
+/// `RFFIPyFastSymbolNames`, `object_basicsize` is `object.__basicsize__` of the running
+/// interpreter (its object header size). Returns 0, or -1 when the count is wrong, an entry is
+/// NULL or the header size is implausible (then nothing is stored and no error is raised). Call
+/// it once per process, from Python through `ctypes.PyDLL`; later calls keep the first table.
+///
+/// # Safety
+/// `table` must be NULL or point to `n` readable pointers that are the named CPython entries of
+/// the interpreter this process runs.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIPyFastInit(
+    table: *const *const c_void,
+    n: i32,
+    object_basicsize: i64,
+) -> i32 {
+    // SAFETY: the same contract, forwarded; `init` only reads the table.
+    let ok = catch_unwind(|| unsafe { cpython::init(table, n, object_basicsize) });
+    if matches!(ok, Ok(true)) {
+        0
+    } else {
+        -1
+    }
+}
+
+/// Builds the `rffi.Function` class of the fast path and returns a new reference to it, or NULL
+/// with a Python exception set. `bases` is a tuple holding the package's Python Function class
+/// (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
+/// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
+/// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
+/// tidx_slot)` described in the package's `rffi/_pyfast.py` (the last two: byte offsets of the
+/// `_handle` and `_tidx` slots in an `Object` instance). Instances expose the members `_handle`, `_tidx` and `release_gil`.
+/// Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
+/// `restype = ctypes.py_object`.
+///
+/// # Safety
+/// The arguments must be live Python objects of the kinds described, and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIPyFastMakeFunctionType(
+    bases: *mut c_void,
+    base_basicsize: i64,
+    hooks: *mut c_void,
+) -> *mut c_void {
+    let Some(api) = cpython::api() else {
+        return std::ptr::null_mut(); // no table: no way to raise either; ctypes reports NULL
+    };
+    let made = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the same contract, forwarded.
+        unsafe { call::make_function_type(api, bases.cast(), base_basicsize, hooks.cast()) }
+    }));
+    match made {
+        Ok(p) => p.cast(),
+        Err(_) => {
+            // SAFETY: the GIL is held (contract); the message is NUL-terminated.
+            unsafe {
+                (api.PyErr_SetString)(
+                    api.PyExc_RuntimeError,
+                    c"rffi: panic while building the Function type".as_ptr(),
+                )
+            };
+            std::ptr::null_mut()
+        }
+    }
+}
+
+pub(crate) fn publish_hooks(h: Hooks) {
+    // A previous Hooks (a re-import of the package) stays leaked: instances of its type may live.
+    HOOKS.store(Box::into_raw(Box::new(h)), Ordering::Release);
+}

@@ -1,0 +1,116 @@
+"""The native fast path: ``librffi.so`` builds ``rffi.Function`` as a vectorcall type.
+
+At import this module hands the library the CPython stable-ABI entry points it needs (their
+addresses, resolved from ``ctypes.pythonapi``; the library never links libpython), then the
+library makes the Function class (see ``make_function_type``). A call then converts the common
+arguments (None, bool, int, float, str, bytes, runtime objects) and results (None, int, bool,
+float, str) in Rust; every other kind goes through ``_core``'s Python rules (the *fallback*), so
+the rules and their errors stay in one place.
+
+Used on CPython >= 3.10 with the GIL (not free-threaded builds, not PyPy), when every symbol is
+found; otherwise, or with ``RFFI_PYTHON_FASTPATH=0`` in the environment, the package uses its
+ctypes call path only. ``ENABLED`` says which; ``REASON`` says why not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+from . import _lib
+
+ENABLED = False
+REASON = ""
+_PYDLL = None
+
+
+def _resolve(entry: str) -> int | None:
+    kind, _, name = entry.partition(":")
+    api = ctypes.pythonapi
+    try:
+        if kind == "f":
+            return ctypes.cast(getattr(api, name), ctypes.c_void_p).value
+        if kind == "o":
+            return ctypes.addressof(ctypes.c_char.in_dll(api, name))
+        if kind == "p":
+            return ctypes.c_void_p.in_dll(api, name).value
+    except (AttributeError, ValueError):
+        return None
+    return None
+
+
+def _bootstrap() -> str:
+    """Initializes the library's fast path; returns "" on success, else why not."""
+    global _PYDLL
+    if os.environ.get("RFFI_PYTHON_FASTPATH", "1") == "0":
+        return "RFFI_PYTHON_FASTPATH=0"
+    if sys.implementation.name != "cpython":
+        return f"not CPython ({sys.implementation.name})"
+    if sys.version_info < (3, 10):
+        return "CPython < 3.10"
+    if sys.version_info >= (3, 13):
+        import sysconfig
+
+        if sysconfig.get_config_var("Py_GIL_DISABLED"):
+            return "free-threaded CPython"
+    if not hasattr(ctypes, "pythonapi") or not hasattr(_lib.LIB, "RFFIPyFastInit"):
+        return "the library has no fast path"
+    # PyDLL: the GIL stays held and a Python error set by the callee is raised.
+    lib = ctypes.PyDLL(_lib.LIB_PATH, mode=ctypes.RTLD_GLOBAL)
+    names_fn = lib.RFFIPyFastSymbolNames
+    names_fn.restype = ctypes.c_char_p
+    names_fn.argtypes = []
+    entries = names_fn().decode().split()
+    addresses = [_resolve(e) for e in entries]
+    missing = [e for e, a in zip(entries, addresses) if not a]
+    if missing:
+        return "missing CPython symbols: " + ", ".join(missing)
+    table = (ctypes.c_void_p * len(addresses))(*addresses)
+    init = lib.RFFIPyFastInit
+    init.restype = ctypes.c_int32
+    init.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
+    if init(table, len(addresses), object.__basicsize__) != 0:
+        return "the library refused the symbol table"
+    _PYDLL = lib
+    return ""
+
+
+REASON = _bootstrap()
+ENABLED = not REASON
+
+
+def _slot_offsets(object_class: type) -> tuple:
+    """Byte offsets of the ``_handle`` and ``_tidx`` slots in an ``object_class`` instance, found
+    by writing two distinct ints and looking for them (the library reads the slots in place)."""
+    probe = object_class.__new__(object_class)
+    a, b = 10**30 + 1, 10**30 + 2
+    probe._handle, probe._tidx = a, b
+    try:
+        words = list((ctypes.c_size_t * (object_class.__basicsize__ // 8)).from_address(id(probe)))
+        return 8 * words.index(id(a)), 8 * words.index(id(b))
+    finally:
+        probe._handle = 0
+
+
+def make_function_type(
+    base: type, fallback, take_raised, decode, setters, set_object, object_class: type
+) -> type:
+    """The Function class of the fast path: a subclass of ``base`` (the ctypes-path class, whose
+    methods it inherits) called through vectorcall.
+
+    * ``fallback(self, *args, **kwargs)``: the full Python call path, for what Rust leaves alone;
+    * ``take_raised()``: the exception to raise for this thread's raised Error;
+    * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
+    * ``setters``: the dict of exact argument type -> setter; types mapped to ``set_object``
+      pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots).
+    """
+    size = base.__basicsize__
+    if size % 8:  # pragma: no cover - every CPython layout is pointer-aligned
+        raise TypeError(f"rffi: unexpected {base.__name__}.__basicsize__ {size}")
+    make = _PYDLL.RFFIPyFastMakeFunctionType
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
+    handle_slot, tidx_slot = _slot_offsets(object_class)
+    hooks = (fallback, take_raised, decode, setters, set_object, object_class)
+    return make((base,), size, (*hooks, handle_slot, tidx_slot))

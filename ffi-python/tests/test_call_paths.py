@@ -1,0 +1,186 @@
+"""The call path behind ``rffi.Function``: the native fast path (``rffi/_pyfast.py``) where the
+interpreter allows it, the ctypes path otherwise or with ``RFFI_PYTHON_FASTPATH=0``. The whole suite
+runs on both (scripts/test.sh); these tests pin what differs in how each path gets there:
+argument kinds handed between them, reference counts, keywords, subclasses, the GIL flag."""
+
+import enum
+import gc
+import os
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+
+import pytest
+
+import rffi
+from rffi import _core
+
+FORCED_OFF = os.environ.get("RFFI_PYTHON_FASTPATH") == "0"
+EXPECT_FAST = (
+    not FORCED_OFF
+    and sys.implementation.name == "cpython"
+    and sys.version_info >= (3, 10)
+    and not sysconfig.get_config_var("Py_GIL_DISABLED")
+)
+
+
+def test_path_is_chosen_as_documented():
+    assert _core.FASTPATH == EXPECT_FAST, _core.FASTPATH_REASON
+    if FORCED_OFF:
+        assert _core.FASTPATH_REASON == "RFFI_PYTHON_FASTPATH=0"
+    out = subprocess.run(
+        [sys.executable, "-m", "rffi", "info"], capture_output=True, text=True, check=True
+    ).stdout
+    assert ("call path: native fast path" in out) == EXPECT_FAST
+
+
+def test_forcing_the_ctypes_path():
+    code = (
+        "import rffi, rffi._core as c; "
+        "print(c.FASTPATH, rffi.get_global_func('testing.add_one')(1))"
+    )
+    env = dict(os.environ, RFFI_PYTHON_FASTPATH="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["False", "2"]
+
+
+class Color(enum.IntEnum):
+    RED = 3
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        False,
+        0,
+        -(2**63),
+        2**63 - 1,
+        1.25,
+        float("inf"),
+        "",
+        "short",
+        "seven!!",
+        "eight!!!",
+        "ünïcödé text longer than seven bytes",
+        "nul\x00inside a long string",
+        b"",
+        b"bytes",
+        b"longer bytes \x00 with a nul",
+        bytearray(b"ba"),
+    ],
+)
+def test_echo_each_kind(testing, value):
+    out = testing.echo(value)
+    expected = bytes(value) if isinstance(value, bytearray) else value
+    assert out == expected and type(out) is type(expected)
+
+
+def test_kinds_left_to_the_python_rules(testing):
+    assert testing.echo(Color.RED) == 3  # an int subclass
+    assert list(testing.echo([1, "a"])) == [1, "a"]
+    assert testing.echo(rffi.device("cuda:1")) == rffi.device("cuda:1")
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        testing.echo(2**63)
+    with pytest.raises(UnicodeEncodeError):
+        testing.echo("lone \ud800 surrogate")
+    # More arguments than the native path converts on the stack.
+    assert testing.echo(*range(12)) == 0
+
+
+def test_objects_pass_as_themselves(testing):
+    f = rffi.get_global_func("testing.add_one")
+    assert testing.echo(f).same_as(f)
+    arr = rffi.Array([1, 2, 3])
+    assert testing.echo(arr).same_as(arr)
+    assert testing.apply(f, 41) == 42
+
+
+def test_keyword_arguments_are_refused(testing):
+    with pytest.raises(TypeError, match="keyword"):
+        testing.add_one(x=1)
+
+
+def test_released_function_raises(testing):
+    g = rffi.Function(rffi.get_global_func("testing.add_one"))
+    g.__del__()  # drops its reference now, as a released wrapper
+    with pytest.raises(ValueError):
+        g(1)
+    with pytest.raises(ValueError, match="released"):
+        testing.echo(g)
+
+
+def test_function_subclass():
+    class Named(rffi.Function):
+        pass
+
+    f = Named(rffi.get_global_func("testing.add_one"))
+    assert isinstance(f, rffi.Function) and isinstance(f, rffi.Object)
+    assert f(1) == 2
+    assert Named(lambda a: a * 3)(5) == 15
+
+
+def test_reference_counts_are_exact(testing):
+    ints = [10**9 + i for i in range(4)]  # not cached small ints
+    fl, text, long_text, data = 2.5, "abc", "a longer text argument", b"some bytes here"
+    arr = rffi.Array([1])
+    values = (*ints, fl, text, long_text, data, arr, testing.echo)
+    echo, nop = testing.echo, testing.nop
+    gc.collect()
+    before = [sys.getrefcount(v) for v in values]
+    for _ in range(100_000):
+        nop(*ints)
+        echo(fl)
+        echo(text)
+        echo(long_text)
+        echo(data)
+        echo(arr)
+        echo(testing.echo)
+        try:
+            testing.raise_error("ValueError", "x")
+        except ValueError:
+            pass
+    gc.collect()
+    assert [sys.getrefcount(v) for v in values] == before
+    # Results are new objects owned only by the caller.
+    r = echo(10**12)
+    assert sys.getrefcount(r) == 2
+    s = echo("a result string longer than seven bytes")
+    assert sys.getrefcount(s) == 2
+    assert arr._use_count() == 1
+
+
+def test_release_gil_flag(test_plugin):
+    f = test_plugin.sleep_ms
+    assert f.release_gil is True
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        time.sleep(0.02)
+        f.release_gil = False
+        start = time.perf_counter()
+        f(100)
+        end = time.perf_counter()
+    finally:
+        f.release_gil = True
+        done.set()
+        t.join()
+    assert f.release_gil is True
+    during = [x for x in ticks if start < x < end]
+    if _core.FASTPATH:
+        assert len(during) <= 1, f"{len(during)} ticks while the GIL was held"
+    else:  # the ctypes path always releases it
+        assert len(during) > 5
