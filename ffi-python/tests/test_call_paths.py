@@ -181,6 +181,8 @@ def test_release_gil_flag(test_plugin):
     assert f.release_gil is True
     during = [x for x in ticks if start < x < end]
     if _core.FASTPATH:
-        assert len(during) <= 1, f"{len(during)} ticks while the GIL was held"
+        # Free, the ticker would tick ~50 times in 100 ms; a switch right before or after the
+        # native call may let one or two through.
+        assert len(during) <= 3, f"{len(during)} ticks while the GIL was held"
     else:  # the ctypes path always releases it
         assert len(during) > 5

@@ -166,18 +166,13 @@ pub(super) unsafe fn make_function_type(
     ty
 }
 
-/// A borrowed tuple item without `PyTuple_GetItem` (not in the table): `PySequence`-free access
-/// through the tuple's `__getitem__` would allocate, so the table's `PyTuple_SetItem` sibling is
-/// not used either; the items sit right after the variable-size header (`ob_size`).
+/// A borrowed tuple item (`PyTuple_GetItem`; the tuple layout itself is not relied on).
 ///
 /// # Safety
 /// GIL held; `t` a live tuple with more than `k` items.
 unsafe fn tuple_get(api: &Api, t: PyObj, k: isize) -> PyObj {
-    // SAFETY: a tuple is `PyVarObject` (header + ob_size) followed by its item pointers.
-    unsafe {
-        let items = t.cast::<u8>().add(api.ob_type_offset + 16).cast::<PyObj>();
-        *items.offset(k)
-    }
+    // SAFETY: GIL held; an index in range returns a borrowed reference without raising.
+    unsafe { (api.PyTuple_GetItem)(t, k) }
 }
 
 #[inline(always)]

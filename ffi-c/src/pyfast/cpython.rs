@@ -96,6 +96,7 @@ table! {
     f PyTuple_New: unsafe extern "C" fn(Py_ssize_t) -> PyObj,
     f PyTuple_SetItem: unsafe extern "C" fn(PyObj, Py_ssize_t, PyObj) -> c_int,
     f PyTuple_Size: unsafe extern "C" fn(PyObj) -> Py_ssize_t,
+    f PyTuple_GetItem: unsafe extern "C" fn(PyObj, Py_ssize_t) -> PyObj,
     f PyDict_New: unsafe extern "C" fn() -> PyObj,
     f PyDict_SetItem: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> c_int,
     f PyDict_GetItem: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
