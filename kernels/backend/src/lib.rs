@@ -30,7 +30,9 @@ pub mod tune;
 pub use backend::{
     Availability, Backend, DeviceInfo, GuardToken, Implementation, KernelFn, OpCall,
 };
-pub use op::{is_non_overlapping, matmul_shape, Axis, MatmulShape, Op, OpKind, OpSet, Scalar};
+pub use op::{
+    is_non_overlapping, matmul_shape, Axis, MatmulShape, Op, OpKind, OpSet, Scalar, FLOATS, INTS,
+};
 pub use registry::{Registry, ScopeBuilder};
 pub use settings::{ScopeGuard, ENV_BACKEND, ENV_DISABLE, ENV_ONLY, ENV_TUNE_DIR};
 pub use tune::{Config, TuneTable, TuneView};

@@ -645,3 +645,14 @@ mod tests {
         assert!(!is_non_overlapping(&overlapping));
     }
 }
+
+/// The float dtypes every backend implements for every op.
+pub const FLOATS: [DataType; 4] = [
+    DataType::float(32),
+    DataType::float(64),
+    DataType::float(16),
+    DataType::bfloat16(),
+];
+
+/// The integer dtypes of add, sub and mul.
+pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];

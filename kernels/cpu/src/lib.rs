@@ -22,16 +22,7 @@ use rffi_core::abi::{kDLCPU, kDLCUDAHost, kDLCUDAManaged, kDLROCMHost};
 use rffi_core::{DataType, Result};
 use rffi_kernels::{Availability, Backend, Implementation, Op, OpCall};
 
-/// The float dtypes every op supports.
-pub const FLOATS: [DataType; 4] = [
-    DataType::float(32),
-    DataType::float(64),
-    DataType::float(16),
-    DataType::bfloat16(),
-];
-
-/// The integer dtypes of add, sub and mul.
-pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];
+pub use rffi_kernels::{FLOATS, INTS};
 
 /// Device types whose memory the CPU reads directly: host memory, pinned host memory, and CUDA
 /// managed memory (a GPU backend, when there is one, is chosen first for the latter).

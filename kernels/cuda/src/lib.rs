@@ -27,13 +27,7 @@ use rffi_core::{DataType, Result};
 use rffi_kernels::{Availability, Backend, DeviceInfo, GuardToken, Implementation, Op, OpCall};
 use std::sync::Arc;
 
-pub const FLOATS: [DataType; 4] = [
-    DataType::float(32),
-    DataType::float(64),
-    DataType::float(16),
-    DataType::bfloat16(),
-];
-pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];
+pub use rffi_kernels::{FLOATS, INTS};
 
 /// Finds the driver and the devices. Never panics: cudarc's panics on missing libraries are
 /// caught and reported as the reason the backend is unavailable.
