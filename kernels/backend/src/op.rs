@@ -600,6 +600,17 @@ pub(crate) fn check_out(parsed: &Parsed, out: &Tensor, pos: usize, shape: &[i64]
     Ok(())
 }
 
+/// The float dtypes every backend implements for every op.
+pub const FLOATS: [DataType; 4] = [
+    DataType::float(32),
+    DataType::float(64),
+    DataType::float(16),
+    DataType::bfloat16(),
+];
+
+/// The integer dtypes of add, sub and mul.
+pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,14 +656,3 @@ mod tests {
         assert!(!is_non_overlapping(&overlapping));
     }
 }
-
-/// The float dtypes every backend implements for every op.
-pub const FLOATS: [DataType; 4] = [
-    DataType::float(32),
-    DataType::float(64),
-    DataType::float(16),
-    DataType::bfloat16(),
-];
-
-/// The integer dtypes of add, sub and mul.
-pub const INTS: [DataType; 2] = [DataType::int(32), DataType::int(64)];
