@@ -50,8 +50,10 @@ rust-test:
 python-test: check-tools
 	ffi-python/scripts/test.sh
 
-## The kernels from Python (CPU), through the plugin, in the venv python-test made.
+## The kernels from Python (CPU), through the plugin, in the venv python-test made; NVRTC (a pip
+## package) checks that the CUDA kernels compile, without a GPU.
 kernels-test: python-test
+	$(TARGET_DIR)/py-venv/bin/python -m pip install -q nvidia-cuda-nvrtc-cu12
 	$(CARGO) build --release -p rffi-kernels-plugin
 	RFFI_KERNELS_PLUGIN=$(LIB_RELEASE)/librffi_kernels_plugin.so PYTHONPATH=kernels/python \
 	    $(TARGET_DIR)/py-venv/bin/python -m pytest -q -p no:cacheprovider kernels/tests/python

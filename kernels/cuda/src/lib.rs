@@ -29,6 +29,18 @@ use std::sync::Arc;
 
 pub use rffi_kernels::{FLOATS, INTS};
 
+// The CUDA source of a dtype's module, for inspection and for compiling it where no GPU is
+// (the kernels' Python tests check it compiles with NVRTC on CPU-only machines).
+rffi_core::register_global!("kernels.cuda_source", |dtype: DataType| -> Result<String> {
+    source::dt_of(dtype)
+        .map(|dt| source::module_source(&dt))
+        .ok_or_else(|| {
+            rffi_core::Error::value_error(format!(
+                "kernels.cuda_source: no CUDA module for dtype {dtype}"
+            ))
+        })
+});
+
 /// Finds the driver and the devices. Never panics: cudarc's panics on missing libraries are
 /// caught and reported as the reason the backend is unavailable.
 pub fn probe() -> std::result::Result<Availability, String> {
