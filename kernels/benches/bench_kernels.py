@@ -80,7 +80,9 @@ def cpu(k):
         r = bench(ref, reps)[0]
         rows.append((name, o, r))
     np.testing.assert_allclose(np.from_dlpack(k.softmax(a)), np_softmax(a), rtol=1e-5, atol=1e-7)
-    table(f"CPU, 16M float32 ({rows_}x{cols}), numpy {np.__version__}, {os.cpu_count()} cores", rows)
+    table(
+        f"CPU, 16M float32 ({rows_}x{cols}), numpy {np.__version__}, {os.cpu_count()} cores", rows
+    )
 
 
 def gpu(k):
@@ -97,23 +99,29 @@ def gpu(k):
         a = torch.randn(n, device="cuda")
         b = torch.randn(n, device="cuda")
         out = torch.empty_like(a)
-        copy_ms = bench(lambda: out.copy_(a), 20, sync=sync_s)[0]
-        add_ms = bench(lambda: k.add(a, b, out), 20, sync=sync_s)[0]
+        copy_ms = bench(lambda a=a, out=out: out.copy_(a), 20, sync=sync_s)[0]
+        add_ms = bench(lambda a=a, b=b, out=out: k.add(a, b, out), 20, sync=sync_s)[0]
         copy_bw = 2 * a.nbytes / copy_ms / 1e6
         add_bw = 3 * a.nbytes / add_ms / 1e6
         print(f"\nGPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
         print("| case | rffi | reference | ratio |")
         print("|---|---|---|---|")
-        print(f"| add f32 256 MiB vs device-to-device copy (GB/s) | {add_bw:.0f} | {copy_bw:.0f} | {add_bw / copy_bw:.2f} |")
+        print(
+            f"| add f32 256 MiB vs device-to-device copy (GB/s) | {add_bw:.0f} | {copy_bw:.0f} "
+            f"| {add_bw / copy_bw:.2f} |"
+        )
         del a, b, out
         for dt in (torch.float32, torch.float16, torch.bfloat16):
             x = torch.randn(65536, 4096, device="cuda", dtype=dt)
             y = torch.empty_like(x)
-            ours = bench(lambda: k.softmax(x, -1, y), 10, sync=sync_s)[0]
-            ref = bench(lambda: torch.softmax(x, -1), 10, sync=sync_s)[0]
+            ours = bench(lambda x=x, y=y: k.softmax(x, -1, y), 10, sync=sync_s)[0]
+            ref = bench(lambda x=x: torch.softmax(x, -1), 10, sync=sync_s)[0]
             torch.testing.assert_close(y, torch.softmax(x, -1), rtol=2e-2, atol=2e-3)
-            bw = lambda ms: 2 * x.nbytes / ms / 1e6
-            print(f"| softmax {dt} 65536x4096 (GB/s) | {bw(ours):.0f} | {bw(ref):.0f} | {ref / ours:.2f}x |")
+            nbytes = 2 * x.nbytes
+            print(
+                f"| softmax {dt} 65536x4096 (GB/s) | {nbytes / ours / 1e6:.0f} "
+                f"| {nbytes / ref / 1e6:.0f} | {ref / ours:.2f}x |"
+            )
             del x, y
         m = 8192
         x = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
@@ -121,8 +129,11 @@ def gpu(k):
         z = torch.empty(m, m, device="cuda", dtype=torch.bfloat16)
         ours = bench(lambda: k.matmul(x, w, z), 10, warmup=3, sync=sync_s)[0]
         ref = bench(lambda: torch.matmul(x, w, out=z), 10, warmup=3, sync=sync_s)[0]
-        tf = lambda ms: 2 * m**3 / ms / 1e9
-        print(f"| matmul bf16 8192^3 (TFLOP/s) | {tf(ours):.0f} | {tf(ref):.0f} | {ref / ours:.2f}x |")
+        flop = 2 * m**3
+        print(
+            f"| matmul bf16 8192^3 (TFLOP/s) | {flop / ours / 1e9:.0f} | {flop / ref / 1e9:.0f} "
+            f"| {ref / ours:.2f}x |"
+        )
         # Python-side cost per call of a tiny op (no synchronization inside the loop).
         t1 = torch.ones(1, device="cuda")
         t2 = torch.ones(1, device="cuda")
@@ -142,7 +153,10 @@ def gpu(k):
 
         ours = statistics.median(per_call(lambda: k.add(t1, t2, o1)) for _ in range(5))
         ref = statistics.median(per_call(lambda: torch.add(t1, t2, out=o1)) for _ in range(5))
-        print(f"| tiny add, Python-side us per call | {ours:.2f} | {ref:.2f} (torch.add) | {ours / ref:.2f} |")
+        print(
+            f"| tiny add, Python-side us per call | {ours:.2f} | {ref:.2f} (torch.add) "
+            f"| {ours / ref:.2f} |"
+        )
 
 
 def main():

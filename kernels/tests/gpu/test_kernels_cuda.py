@@ -119,7 +119,11 @@ def test_unary_reductions_softmax(k, stream, dtype):
 def test_matmul(k, stream, dtype):
     a = rand((33, 65), dtype, -1, 1, seed=5)
     b = rand((65, 17), dtype, -1, 1, seed=6)
-    tol = dict(rtol=5e-2, atol=5e-2) if dtype in (torch.float16, torch.bfloat16) else dict(rtol=1e-4, atol=1e-4)
+    tol = (
+        dict(rtol=5e-2, atol=5e-2)
+        if dtype in (torch.float16, torch.bfloat16)
+        else dict(rtol=1e-4, atol=1e-4)
+    )
     torch.testing.assert_close(as_torch(k.matmul(a, b)), a @ b, **tol)
     ab = rand((3, 2, 33, 65), dtype, -1, 1, seed=7)
     bb = rand((3, 2, 65, 17), dtype, -1, 1, seed=8)

@@ -7,9 +7,9 @@ import glob
 import os
 
 import pytest
-import rffi
-
 import rffi_kernels as K
+
+import rffi
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64"]
 

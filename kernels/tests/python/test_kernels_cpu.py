@@ -8,7 +8,6 @@ destination-passing into numpy memory, scopes, introspection, errors.
 
 import numpy as np
 import pytest
-
 import rffi_kernels as K
 
 
@@ -25,7 +24,9 @@ def test_ops_match_numpy():
     np.testing.assert_allclose(np.from_dlpack(K.mul(a, 2.0)), a * 2, rtol=1e-6)
     np.testing.assert_allclose(np.from_dlpack(K.exp(a)), np.exp(a), rtol=1e-6)
     e = np.exp(a - a.max(-1, keepdims=True))
-    np.testing.assert_allclose(np.from_dlpack(K.softmax(a)), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        np.from_dlpack(K.softmax(a)), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7
+    )
     np.testing.assert_allclose(np.from_dlpack(K.sum(a, -1)), a.sum(-1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.from_dlpack(K.matmul(a, b.T)), a @ b.T, rtol=1e-4, atol=1e-4)
     # Strided numpy views are read in place.
