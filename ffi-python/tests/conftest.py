@@ -40,21 +40,17 @@ def test_plugin(tmp_path_factory):
     """tests/native/test_plugin.c built as a symbol-only plugin and loaded."""
     out = tmp_path_factory.mktemp("plugin") / "librffi_py_test_plugin.so"
     src = pathlib.Path(__file__).parent / "native" / "test_plugin.c"
+    _build_shared(src, out)
+    return rffi.load_module(out)
+
+
+def _build_shared(src, out):
+    """Compiles one C file into a shared library against the rffi header."""
     subprocess.run(
-        [
-            _cc(),
-            "-std=c99",
-            "-O2",
-            "-shared",
-            "-fPIC",
-            f"-I{REPO / 'include'}",
-            str(src),
-            "-o",
-            str(out),
-        ],
+        [_cc(), "-std=c99", "-O2", "-shared", "-fPIC", f"-I{REPO / 'include'}", str(src)]
+        + ["-o", str(out)],
         check=True,
     )
-    return rffi.load_module(out)
 
 
 def _example(env, build):
@@ -69,20 +65,7 @@ def c_plugin_path(tmp_path_factory):
     def build():
         out = tmp_path_factory.mktemp("cplugin") / "libc_plugin.so"
         src = REPO / "examples" / "c-plugin" / "plugin.c"
-        subprocess.run(
-            [
-                _cc(),
-                "-std=c99",
-                "-O2",
-                "-shared",
-                "-fPIC",
-                f"-I{REPO / 'include'}",
-                str(src),
-                "-o",
-                str(out),
-            ],
-            check=True,
-        )
+        _build_shared(src, out)
         return str(out)
 
     return _example("RFFI_EXAMPLE_C_PLUGIN", build)
