@@ -410,7 +410,8 @@ AFTER_CALL_TYPES: set = set()
 
 
 def _release_temps(temps):
-    for k in temps:
+    # Last set, first undone: each one restores what was in effect when it was made.
+    for k in reversed(temps):
         if type(k) in AFTER_CALL_TYPES:
             k._rffi_after_call()
 

@@ -189,6 +189,9 @@ if TensorFromDLPack is not None:
     )
 EnvSetStream = _optional_fn("RFFIEnvSetStream", c_int32, [c_int32, c_int32, c_void_p, P(c_void_p)])
 EnvGetStream = _optional_fn("RFFIEnvGetStream", c_void_p, [c_int32, c_int32])
+EnvSetDLPackManagedTensorAllocator = _optional_fn(
+    "RFFIEnvSetDLPackManagedTensorAllocator", c_int32, [c_void_p, c_int32, P(c_void_p)]
+)
 
 # ---- Type indices (rffi/tvm-ffi ABI) ----
 kNone = 0

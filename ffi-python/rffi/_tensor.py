@@ -203,21 +203,55 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
 # ---- Tensors as call arguments ----
 
 
-class _StreamGuard:
-    """Makes torch's current CUDA stream rffi's current stream for the device during one call."""
+class _CallEnv:
+    """What a tensor argument's framework lends one call: its current CUDA stream as rffi's
+    current stream for the device (torch), and its DLPack allocator as this thread's environment
+    allocator (types with a DLPack exchange API), so tensors the call makes are its memory."""
 
-    __slots__ = ("_dev", "_prev", "_tensor")
+    __slots__ = ("_alloc", "_dev", "_prev_alloc", "_prev_stream", "_tensor")
 
-    def __init__(self, tensor, dev_id: int, stream: int):
+    def __init__(self, tensor, dev_id, stream, alloc):
         self._tensor = tensor
         self._dev = dev_id
+        self._alloc = alloc
         prev = ctypes.c_void_p()
-        if _lib.EnvSetStream(2, dev_id, stream, ctypes.byref(prev)) != 0:
-            raise take_raised_exception()
-        self._prev = prev.value
+        if dev_id is not None:
+            if _lib.EnvSetStream(2, dev_id, stream, ctypes.byref(prev)) != 0:
+                raise take_raised_exception()
+            self._prev_stream = prev.value
+        if alloc:
+            if _lib.EnvSetDLPackManagedTensorAllocator(alloc, 0, ctypes.byref(prev)) != 0:
+                if dev_id is not None:
+                    _lib.EnvSetStream(2, dev_id, self._prev_stream, None)
+                raise take_raised_exception()
+            self._prev_alloc = prev.value
 
     def _rffi_after_call(self):
-        _lib.EnvSetStream(2, self._dev, self._prev, None)
+        if self._alloc:
+            _lib.EnvSetDLPackManagedTensorAllocator(self._prev_alloc, 0, None)
+        if self._dev is not None:
+            _lib.EnvSetStream(2, self._dev, self._prev_stream, None)
+
+
+_EXCHANGE_API = b"dlpack_exchange_api"
+_ALLOCATORS: dict = {}  # type -> the allocator of its DLPack exchange API, or 0
+
+
+def _allocator_of(t) -> int:
+    """The DLPack allocator published by type ``t`` (``__dlpack_c_exchange_api__``), or 0."""
+    try:
+        return _ALLOCATORS[t]
+    except KeyError:
+        pass
+    alloc = 0
+    api = getattr(t, "__dlpack_c_exchange_api__", None)
+    if api is not None and _PyCapsule_IsValid(api, _EXCHANGE_API):
+        table = _PyCapsule_GetPointer(api, _EXCHANGE_API)
+        # DLPackExchangeAPI: version {major, minor} at 0; managed_tensor_allocator at 16.
+        if table and ctypes.c_uint32.from_address(table).value == 1:
+            alloc = _read_ptr(table + 16).value or 0
+    _ALLOCATORS[t] = alloc
+    return alloc
 
 
 def _set_dlpack(value, fr, i):
@@ -226,15 +260,18 @@ def _set_dlpack(value, fr, i):
     q = fr[1]
     q[i] = _lib.kTensor
     q[i + 1] = t._handle
-    if type(value).__module__ == "torch" and _lib.EnvSetStream is not None:
-        if value.is_cuda:
-            torch = sys.modules["torch"]
-            dev_id = value.device.index or 0
-            stream = torch.cuda.current_stream(dev_id).cuda_stream
-            return _StreamGuard(t, dev_id, stream)
+    vt = type(value)
+    alloc = _allocator_of(vt) if _lib.EnvSetDLPackManagedTensorAllocator is not None else 0
+    dev_id = stream = None
+    if vt.__module__ == "torch" and _lib.EnvSetStream is not None and value.is_cuda:
+        torch = sys.modules["torch"]
+        dev_id = value.device.index or 0
+        stream = torch.cuda.current_stream(dev_id).cuda_stream
+    if alloc or dev_id is not None:
+        return _CallEnv(t, dev_id, stream, alloc)
     return t
 
 
 _core._DLPACK_SETTER[0] = _set_dlpack
-_core.AFTER_CALL_TYPES.add(_StreamGuard)
+_core.AFTER_CALL_TYPES.add(_CallEnv)
 _core._OBJ_DECODERS.pop(_lib.kTensor, None)

@@ -1,6 +1,7 @@
 """Tensors and DLPack: numpy always (the test set-up installs it), torch where installed."""
 
 import gc
+import sys
 
 import pytest
 
@@ -127,3 +128,27 @@ def test_torch_cuda_tensor_and_stream(testing):
         testing.apply(lambda arg: seen.append(_lib.EnvGetStream(2, 0)), x)
     assert seen == [s.cuda_stream]
     assert not _lib.EnvGetStream(2, 0)  # restored after the call
+
+
+@needs_cuda
+def test_torch_cuda_tensors_without_python_conversion(testing):
+    # Only convertible arguments: the native path takes torch tensors through torch's DLPack
+    # exchange API where torch publishes one, and the Python path otherwise; same results.
+    from rffi import _lib
+
+    x = torch.arange(8, device="cuda:0", dtype=torch.float32)
+    s = torch.cuda.Stream()
+    seen = []
+    callback = rffi.convert(
+        lambda a, b: seen.append((_lib.EnvGetStream(2, 0), a.data_ptr(), b.data_ptr(), b.shape))
+    )
+    base = sys.getrefcount(x)
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            testing.apply(callback, x, x[2:])
+    assert seen == [(s.cuda_stream, x.data_ptr(), x.data_ptr() + 8, (6,))] * 3
+    assert not _lib.EnvGetStream(2, 0)
+    gc.collect()
+    assert sys.getrefcount(x) == base
+    y = torch.from_dlpack(testing.echo(x))
+    assert y.data_ptr() == x.data_ptr()

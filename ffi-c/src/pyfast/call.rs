@@ -6,6 +6,7 @@
 #![allow(non_upper_case_globals)]
 
 use super::cpython::*;
+use super::exchange::{self, ImportError, Imports};
 use super::{hooks, publish_hooks, Hooks};
 use rffi_core::abi::*;
 use rffi_core::capi;
@@ -27,7 +28,7 @@ struct Fields {
 const _: () = assert!(core::mem::size_of::<Fields>() == 24);
 
 /// The most arguments converted on the stack; longer calls take the Python path.
-const MAX_ARGS: usize = 8;
+pub(super) const MAX_ARGS: usize = 8;
 
 const fn member(
     name: &'static std::ffi::CStr,
@@ -143,7 +144,8 @@ pub(super) unsafe fn make_function_type(
         };
         let handle_name = (api.PyUnicode_InternFromString)(c"_handle".as_ptr());
         let tidx_name = (api.PyUnicode_InternFromString)(c"_tidx".as_ptr());
-        if handle_name.is_null() || tidx_name.is_null() {
+        let exchange_name = (api.PyUnicode_InternFromString)(c"__dlpack_c_exchange_api__".as_ptr());
+        if handle_name.is_null() || tidx_name.is_null() || exchange_name.is_null() {
             (api.Py_DecRef)(ty);
             return std::ptr::null_mut();
         }
@@ -160,6 +162,7 @@ pub(super) unsafe fn make_function_type(
             tidx_slot: tidx_slot as usize,
             handle_name,
             tidx_name,
+            exchange_name,
             fields: base,
         });
     }
@@ -210,9 +213,12 @@ enum Packed {
     Python {
         error: bool,
     },
+    /// An rffi Error raised on this thread (a tensor argument the runtime refused).
+    Runtime,
 }
 
-/// Converts `args` into `out` (and `arrays` for bytes longer than 7).
+/// Converts `args` into `out` (and `arrays` for bytes longer than 7, `imports` for tensors of
+/// types with a DLPack exchange API).
 ///
 /// # Safety
 /// GIL held; `args` are `n <= MAX_ARGS` live objects.
@@ -224,6 +230,7 @@ unsafe fn pack(
     n: usize,
     out: &mut [RFFIAny; MAX_ARGS],
     arrays: &mut [RFFIByteArray; MAX_ARGS],
+    imports: &mut Imports,
 ) -> Packed {
     for k in 0..n {
         // SAFETY: `k < n` borrowed, live arguments (vectorcall contract).
@@ -299,7 +306,16 @@ unsafe fn pack(
             // SAFETY: GIL held; a borrowed lookup of the exact type in the setters dict.
             let setter = unsafe { (api.PyDict_GetItem)(h.setters, t) };
             if setter != h.set_object {
-                return Packed::Python { error: false };
+                // SAFETY: GIL held; `t` is the argument's type.
+                let Some(x) = (unsafe { exchange::api_of(api, h, t) }) else {
+                    return Packed::Python { error: false };
+                };
+                // SAFETY: GIL held; `a` is of the type the API was found on.
+                match unsafe { imports.import(api, x, a, k, slot) } {
+                    Ok(()) => continue,
+                    Err(ImportError::Python) => return Packed::Python { error: true },
+                    Err(ImportError::Runtime) => return Packed::Runtime,
+                }
             }
             // SAFETY: GIL held; a runtime object wrapper (its setter says so).
             match unsafe { object_fields(api, h, a, t) } {
@@ -566,14 +582,18 @@ unsafe fn call(
     let mut packed: [RFFIAny; MAX_ARGS] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut arrays: [RFFIByteArray; MAX_ARGS] = unsafe { std::mem::zeroed() };
+    let mut imports = Imports::new();
     // SAFETY: GIL held; `n` live arguments.
-    match unsafe { pack(api, h, args, n, &mut packed, &mut arrays) } {
+    match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
         Packed::Ready => {}
         Packed::Python { error: true } => return std::ptr::null_mut(),
-        // SAFETY: forwarded.
-        Packed::Python { error: false } => unsafe {
-            return call_python(api, h, callable, args, n, kwnames);
-        },
+        // SAFETY: GIL held, the failing thread.
+        Packed::Runtime => return unsafe { raise_runtime_error(api, h) },
+        Packed::Python { error: false } => {
+            imports.release(); // the Python path converts every argument again
+                               // SAFETY: forwarded.
+            return unsafe { call_python(api, h, callable, args, n, kwnames) };
+        }
     }
     // SAFETY: all-zero is the None value the result slot must hold before the call.
     let mut result: RFFIAny = unsafe { std::mem::zeroed() };
@@ -595,6 +615,8 @@ unsafe fn call(
             capi::function::RFFIFunctionCall(func, packed.as_mut_ptr(), n as i32, &mut result)
         }
     };
+    // Streams restored and tensors released with the GIL held: a producer's deleter may need it.
+    imports.release();
     if rc != 0 {
         // SAFETY: GIL held, the failing thread.
         return unsafe { raise_runtime_error(api, h) };

@@ -110,6 +110,8 @@ table! {
     f PyVectorcall_Call: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> PyObj,
     f PyEval_SaveThread: unsafe extern "C" fn() -> *mut c_void,
     f PyEval_RestoreThread: unsafe extern "C" fn(*mut c_void),
+    f PyCapsule_IsValid: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
+    f PyCapsule_GetPointer: unsafe extern "C" fn(PyObj, *const c_char) -> *mut c_void,
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,
     o _Py_FalseStruct: PyObj,

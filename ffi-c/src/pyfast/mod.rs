@@ -17,6 +17,7 @@
 
 mod call;
 mod cpython;
+mod exchange;
 
 use cpython::*;
 use std::ffi::{c_char, c_void};
@@ -45,6 +46,8 @@ pub(crate) struct Hooks {
     /// Interned `"_handle"` and `"_tidx"`.
     pub handle_name: PyObj,
     pub tidx_name: PyObj,
+    /// Interned `"__dlpack_c_exchange_api__"`.
+    pub exchange_name: PyObj,
     /// Byte offset of the native fields in an instance (the base class's basic size).
     pub fields: usize,
 }

@@ -1,0 +1,263 @@
+//! Tensor arguments through the DLPack C exchange API (`__dlpack_c_exchange_api__`).
+//!
+//! A tensor type that publishes the API on its class (torch.Tensor does) hands over a managed
+//! tensor with one C call and tells its current work stream with another, with no Python
+//! `__dlpack__` call, no capsule and no stream synchronisation. The fast path imports such
+//! arguments as runtime Tensors (owned for the call), makes the producer's current stream rffi's
+//! current stream for each device the arguments live on, installs the producer's allocator as
+//! this thread's environment allocator (tensors the call makes are the framework's memory), and
+//! undoes all three after the call: the same rules as the Python path (`rffi/_tensor.py`).
+//!
+//! The API is looked up on the argument's exact type once and remembered (a type that gains the
+//! attribute later keeps the Python path); the types remembered are kept alive, so an address is
+//! never reused by another type while it is in the table.
+
+use super::cpython::*;
+use super::Hooks;
+use rffi_core::abi::*;
+use rffi_core::capi;
+use rffi_core::tensor::RFFIDLPackManagedTensorAllocator;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `DLPackExchangeAPI` (DLPack 1.3): a stable header, then the producer's entry points. Only the
+/// ones the fast path calls are typed; the others are kept as addresses.
+#[repr(C)]
+pub(crate) struct DLPackExchangeAPI {
+    pub version: DLPackVersion,
+    pub prev_api: *const c_void,
+    pub managed_tensor_allocator: RFFIDLPackManagedTensorAllocator,
+    pub managed_tensor_from_py_object_no_sync:
+        Option<unsafe extern "C" fn(PyObj, *mut *mut DLManagedTensorVersioned) -> c_int>,
+    pub managed_tensor_to_py_object_no_sync: *const c_void,
+    pub dltensor_from_py_object_no_sync: *const c_void,
+    pub current_work_stream: Option<unsafe extern "C" fn(i32, i32, *mut *mut c_void) -> c_int>,
+}
+
+const _: () = assert!(core::mem::size_of::<DLPackExchangeAPI>() == 56);
+
+/// The capsule name the DLPack specification gives the API object.
+const CAPSULE_NAME: &std::ffi::CStr = c"dlpack_exchange_api";
+
+/// Types probed so far, as (type, API address or 0 for "none"): filled under the GIL, read
+/// without a lock (entries are written before `LEN` publishes them and never change).
+const CACHE_SLOTS: usize = 32;
+static TYPES: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
+static APIS: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
+static LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The exchange API of arguments of exact type `t`, if it publishes a usable one.
+///
+/// # Safety
+/// GIL held; `t` a live type object.
+pub(super) unsafe fn api_of(api: &Api, h: &Hooks, t: PyObj) -> Option<&'static DLPackExchangeAPI> {
+    let len = LEN.load(Ordering::Acquire);
+    let found = (0..len).find(|&k| TYPES[k].load(Ordering::Relaxed) == t as usize);
+    let address = match found {
+        Some(k) => APIS[k].load(Ordering::Relaxed),
+        None => {
+            // SAFETY: forwarded.
+            let address = unsafe { probe(api, h, t) };
+            if len < CACHE_SLOTS {
+                // SAFETY: GIL held; the reference keeps the type (and its address) alive.
+                unsafe { (api.Py_IncRef)(t) };
+                TYPES[len].store(t as usize, Ordering::Relaxed);
+                APIS[len].store(address, Ordering::Relaxed);
+                LEN.store(len + 1, Ordering::Release);
+            }
+            address
+        }
+    };
+    // SAFETY: a non-zero address was checked by `probe` to be an API table of major version 1,
+    // which the producer keeps for the life of the process (DLPack's rule).
+    unsafe { (address as *const DLPackExchangeAPI).as_ref() }
+}
+
+/// Reads `t.__dlpack_c_exchange_api__`: the API's address when it is a capsule of the right name
+/// holding a major-version-1 table with the entries the fast path calls, else 0.
+///
+/// # Safety
+/// GIL held; `t` a live type object.
+unsafe fn probe(api: &Api, h: &Hooks, t: PyObj) -> usize {
+    // SAFETY: GIL held; a new reference (or NULL with an AttributeError, cleared: no API).
+    let attr = unsafe { (api.PyObject_GetAttr)(t, h.exchange_name) };
+    if attr.is_null() {
+        // SAFETY: GIL held.
+        unsafe { (api.PyErr_Clear)() };
+        return 0;
+    }
+    // SAFETY: GIL held; `attr` is live. IsValid never raises; GetPointer cannot fail after it.
+    let table = unsafe {
+        let p = if (api.PyCapsule_IsValid)(attr, CAPSULE_NAME.as_ptr()) != 0 {
+            (api.PyCapsule_GetPointer)(attr, CAPSULE_NAME.as_ptr())
+        } else {
+            std::ptr::null_mut()
+        };
+        (api.Py_DecRef)(attr);
+        p.cast::<DLPackExchangeAPI>().cast_const()
+    };
+    // SAFETY: a valid capsule of this name holds a DLPackExchangeAPI (DLPack's rule); only the
+    // stable header is read before the major version is known to match.
+    match unsafe { table.as_ref() } {
+        Some(x)
+            if x.version.major == DLPACK_MAJOR_VERSION
+                && x.managed_tensor_from_py_object_no_sync.is_some()
+                && x.current_work_stream.is_some() =>
+        {
+            table as usize
+        }
+        _ => 0,
+    }
+}
+
+/// What a call imported and set, undone by `release` (or on drop).
+pub(super) struct Imports {
+    tensors: [RFFIObjectHandle; super::call::MAX_ARGS],
+    n_tensors: usize,
+    /// (device type, device id, previous stream) for each device whose stream was set.
+    streams: [(i32, i32, *mut c_void); super::call::MAX_ARGS],
+    n_streams: usize,
+    /// The allocator in effect before the first tensor's producer installed its own.
+    allocator: Option<RFFIDLPackManagedTensorAllocator>,
+}
+
+/// Why an import failed: a Python error is set, or an rffi Error was raised on this thread.
+pub(super) enum ImportError {
+    Python,
+    Runtime,
+}
+
+impl Imports {
+    pub(super) fn new() -> Imports {
+        Imports {
+            tensors: [std::ptr::null_mut(); super::call::MAX_ARGS],
+            n_tensors: 0,
+            streams: [(0, 0, std::ptr::null_mut()); super::call::MAX_ARGS],
+            n_streams: 0,
+            allocator: None,
+        }
+    }
+
+    /// Imports `obj` through `x` into `slot` as a Tensor owned until `release`, and makes the
+    /// producer's current stream rffi's for the tensor's device (the first tensor on a device
+    /// decides).
+    ///
+    /// # Safety
+    /// GIL held; `obj` live, of the type `x` was found on.
+    pub(super) unsafe fn import(
+        &mut self,
+        api: &Api,
+        x: &DLPackExchangeAPI,
+        obj: PyObj,
+        pos: usize,
+        slot: &mut RFFIAny,
+    ) -> Result<(), ImportError> {
+        let (Some(export), Some(stream_of)) = (
+            x.managed_tensor_from_py_object_no_sync,
+            x.current_work_stream,
+        ) else {
+            unreachable!("checked by probe");
+        };
+        let mut managed: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+        // SAFETY: GIL held; `obj` is of the type the API came from (the API's contract).
+        if unsafe { export(obj, &mut managed) } != 0 || managed.is_null() {
+            // SAFETY: GIL held.
+            return Err(unsafe { producer_failed(api, pos, "exporting it") });
+        }
+        // SAFETY: the producer returned an owning, initialised managed tensor.
+        let device = unsafe { (*managed).dl_tensor.device };
+        let mut handle: RFFIObjectHandle = std::ptr::null_mut();
+        // SAFETY: ownership of `managed` passes to the runtime (which releases it on failure).
+        if unsafe { capi::tensor::RFFITensorFromDLPackVersioned(managed, 0, 0, &mut handle) } != 0 {
+            return Err(ImportError::Runtime);
+        }
+        self.tensors[self.n_tensors] = handle;
+        self.n_tensors += 1;
+        slot.type_index = kRFFITensor;
+        slot.small_str_len = 0;
+        slot.v.v_obj = handle.cast();
+        if self.allocator.is_none() && x.managed_tensor_allocator.is_some() {
+            let mut prev: RFFIDLPackManagedTensorAllocator = None;
+            // SAFETY: the producer's allocator has the DLPack allocator signature and lives for
+            // the process (DLPack's rule for the API table); installed for this thread only.
+            if unsafe {
+                capi::tensor::RFFIEnvSetDLPackManagedTensorAllocator(
+                    x.managed_tensor_allocator,
+                    0,
+                    &mut prev,
+                )
+            } != 0
+            {
+                return Err(ImportError::Runtime);
+            }
+            self.allocator = Some(prev);
+        }
+        let (dt, id) = (device.device_type, device.device_id);
+        let seen = self.streams[..self.n_streams]
+            .iter()
+            .any(|&(t, i, _)| t == dt && i == id);
+        if dt == kDLCPU || dt == kDLCUDAHost || seen {
+            return Ok(());
+        }
+        let mut stream: *mut c_void = std::ptr::null_mut();
+        // SAFETY: GIL held; the producer's own query for a device it reported.
+        if unsafe { stream_of(dt, id, &mut stream) } != 0 {
+            // SAFETY: GIL held.
+            return Err(unsafe { producer_failed(api, pos, "querying its current stream") });
+        }
+        let mut prev: *mut c_void = std::ptr::null_mut();
+        // SAFETY: plain values and a writable out-pointer.
+        if unsafe { capi::tensor::RFFIEnvSetStream(dt, id, stream, &mut prev) } != 0 {
+            return Err(ImportError::Runtime);
+        }
+        self.streams[self.n_streams] = (dt, id, prev);
+        self.n_streams += 1;
+        Ok(())
+    }
+
+    /// Restores the streams and the allocator, and releases the imported tensors.
+    pub(super) fn release(&mut self) {
+        if let Some(prev) = self.allocator.take() {
+            // SAFETY: putting back the allocator read when it was replaced.
+            unsafe {
+                capi::tensor::RFFIEnvSetDLPackManagedTensorAllocator(prev, 0, std::ptr::null_mut())
+            };
+        }
+        for &(dt, id, prev) in self.streams[..self.n_streams].iter().rev() {
+            // SAFETY: restoring a value read from the same call; cannot fail for a device that
+            // was just accepted.
+            unsafe { capi::tensor::RFFIEnvSetStream(dt, id, prev, std::ptr::null_mut()) };
+        }
+        self.n_streams = 0;
+        for &t in &self.tensors[..self.n_tensors] {
+            // SAFETY: a reference this call owns.
+            unsafe { capi::object::RFFIObjectDecRef(t) };
+        }
+        self.n_tensors = 0;
+    }
+}
+
+impl Drop for Imports {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// A producer entry failed: keep its Python error, or raise one naming what failed when it set
+/// none.
+///
+/// # Safety
+/// GIL held.
+unsafe fn producer_failed(api: &Api, pos: usize, what: &str) -> ImportError {
+    // SAFETY: GIL held.
+    unsafe {
+        if (api.PyErr_Occurred)().is_null() {
+            let msg = format!(
+                "rffi: argument {pos}: the tensor's DLPack exchange API failed {what} without \
+                 setting an error\0"
+            );
+            (api.PyErr_SetString)(api.PyExc_RuntimeError, msg.as_ptr().cast());
+        }
+    }
+    ImportError::Python
+}
