@@ -51,7 +51,9 @@ def _f(name):
 
 def __getattr__(name):
     if name in OPS:
-        return _f(name)
+        # Kept as a module attribute once found: later calls skip the registry lookup.
+        f = globals()[name] = _f(name)
+        return f
     raise AttributeError(name)
 
 

@@ -12,6 +12,7 @@ use crate::tune::{TuneTable, TuneView};
 use rffi_core::device::device_type_name;
 use rffi_core::{Any, AnyView, DataType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -136,6 +137,19 @@ pub struct Registry {
     env: OnceLock<EnvSettings>,
     api: RwLock<ApiSettings>,
     backends: RwLock<Vec<Arc<Entry>>>,
+    /// Bumped by every change of backends or process-wide settings: resolutions made before
+    /// are stale.
+    generation: AtomicU64,
+    /// Resolutions of (op, device, dtype) made without a scope, tagged with their generation.
+    resolved: RwLock<HashMap<(Op, Device, DataType), Resolved>>,
+}
+
+/// A cached resolution: the backend and implementation a call runs.
+#[derive(Clone)]
+struct Resolved {
+    generation: u64,
+    entry: Arc<Entry>,
+    imp: Arc<Implementation>,
 }
 
 fn device_type_label(t: i32) -> String {
@@ -164,7 +178,14 @@ impl Registry {
             env: OnceLock::new(),
             api: RwLock::new(ApiSettings::default()),
             backends: RwLock::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            resolved: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Marks every cached resolution stale (call after changing what `resolve` reads).
+    fn settings_changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn env(&self) -> &EnvSettings {
@@ -195,6 +216,8 @@ impl Registry {
         }));
         // Priority order, highest first; fallbacks after everything; registration order breaks ties.
         list.sort_by_key(|e| (e.backend.fallback, -e.backend.priority, e.order));
+        drop(list);
+        self.settings_changed();
         Ok(())
     }
 
@@ -232,6 +255,7 @@ impl Registry {
             self.check_backend_name(n, "set_backend")?;
         }
         self.api.write().unwrap_or_else(|e| e.into_inner()).backend = name.map(str::to_owned);
+        self.settings_changed();
         Ok(())
     }
 
@@ -241,6 +265,7 @@ impl Registry {
             .map(|o| op::OpSet::from_ops(o.iter().copied(), "set_disabled"))
             .transpose()?;
         self.api.write().unwrap_or_else(|e| e.into_inner()).disabled = set;
+        self.settings_changed();
         Ok(())
     }
 
@@ -250,6 +275,7 @@ impl Registry {
             .map(|o| op::OpSet::from_ops(o.iter().copied(), "set_only"))
             .transpose()?;
         self.api.write().unwrap_or_else(|e| e.into_inner()).only = set;
+        self.settings_changed();
         Ok(())
     }
 
@@ -386,6 +412,39 @@ impl Registry {
         })
     }
 
+    /// `resolve`, remembered per (op, device, dtype) until the settings or backends change.
+    /// Calls inside a scope on this thread resolve afresh (scopes are per thread and short).
+    fn resolve_cached(
+        &self,
+        op: Op,
+        device: Device,
+        dtype: DataType,
+    ) -> Result<(Arc<Entry>, Arc<Implementation>)> {
+        let key = (op, device, dtype);
+        let generation = self.generation.load(Ordering::Acquire);
+        let cacheable = !settings::in_scope();
+        if cacheable {
+            let map = self.resolved.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = map.get(&key).filter(|r| r.generation == generation) {
+                return Ok((r.entry.clone(), r.imp.clone()));
+            }
+        }
+        let (entry, imp) = self.resolve(op, device, dtype)?;
+        let imp = Arc::new(imp);
+        if cacheable {
+            let r = Resolved {
+                generation,
+                entry: entry.clone(),
+                imp: imp.clone(),
+            };
+            self.resolved
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, r);
+        }
+        Ok((entry, imp))
+    }
+
     /// The implementation a call of `op` on `device` with `dtype` runs, or why there is none.
     fn resolve(
         &self,
@@ -462,7 +521,7 @@ impl Registry {
     /// allocating form and None in the destination-passing form.
     pub fn call(&self, op: Op, args: &[AnyView<'_>]) -> Result<Any> {
         let parsed = op::parse(op, args)?;
-        let (entry, imp) = self.resolve(op, parsed.device, parsed.dtype)?;
+        let (entry, imp) = self.resolve_cached(op, parsed.device, parsed.dtype)?;
         let shape = parsed.output_shape()?;
         if let Some((out, pos)) = &parsed.out {
             op::check_out(&parsed, out, *pos, &shape)?;

@@ -83,6 +83,11 @@ thread_local! {
     static SCOPES: RefCell<Vec<(u64, ScopeSettings)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Whether any scope is open on this thread (of any registry).
+pub(crate) fn in_scope() -> bool {
+    SCOPES.try_with(|s| !s.borrow().is_empty()).unwrap_or(false)
+}
+
 pub(crate) fn with_scopes<R>(f: impl FnOnce(&[(u64, ScopeSettings)]) -> R) -> R {
     // During thread teardown the stack is gone: no scope applies.
     let snapshot: Vec<(u64, ScopeSettings)> =

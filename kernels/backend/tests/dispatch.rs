@@ -684,3 +684,19 @@ fn describe_names_the_step_and_the_order() {
     assert_eq!(d["backends"][0]["name"], "fast");
     assert_eq!(d["backends"][2]["fallback"], true);
 }
+
+#[test]
+fn a_backend_registered_after_calls_takes_over_the_next_call() {
+    // Resolutions are remembered between calls; registering a backend must make them stale.
+    let reg = Registry::with_env(env(&[]));
+    reg.register_backend(cpu_fallback()).unwrap();
+    assert_eq!(add(&reg).unwrap(), 1.0);
+    assert_eq!(add(&reg).unwrap(), 1.0);
+    reg.register_backend(filler("fast", 10, 2.0, &[F32]))
+        .unwrap();
+    assert_eq!(add(&reg).unwrap(), 2.0);
+    reg.set_disabled(Some(&["add"])).unwrap();
+    assert!(add(&reg).is_err());
+    reg.set_disabled(None).unwrap();
+    assert_eq!(add(&reg).unwrap(), 2.0);
+}

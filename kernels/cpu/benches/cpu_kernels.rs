@@ -62,4 +62,22 @@ fn main() {
             traffic * bytes / med / 1e6
         );
     }
+    // The dispatcher's own cost: a 4-element add, where the arithmetic is nothing.
+    let tiny: Vec<Any> = (0..3)
+        .map(|_| Any::from(&Tensor::from_slice(&[1.0f32; 4], &[4]).unwrap()))
+        .collect();
+    let tiny: Vec<&Any> = tiny.iter().collect();
+    let calls = 200_000;
+    let (med, _) = median_ms(
+        || {
+            for _ in 0..calls {
+                drop(call(Op::Add, &tiny));
+            }
+        },
+        5,
+    );
+    println!(
+        "| add of 4 elements (dispatch cost), us per call | {:.3} | | |",
+        med * 1e3 / calls as f64
+    );
 }

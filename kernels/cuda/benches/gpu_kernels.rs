@@ -107,8 +107,86 @@ fn main() {
         add_bw / copy_bw
     );
 
+    // Host-side cost of a tiny add (dispatch + launch), against the driver's cheapest enqueue.
+    let (ta, tb, to) = (
+        dev_tensor(pa, &[4], DataType::float(32)),
+        dev_tensor(pb, &[4], DataType::float(32)),
+        dev_tensor(po, &[4], DataType::float(32)),
+    );
+    let tiny = [Any::from(&ta), Any::from(&tb), Any::from(&to)];
+    // Host time only: bursts short enough that the launch queue never fills (then the GPU's
+    // pace would be measured), after the stream drained; the median burst.
+    let per_call_us = |f: &mut dyn FnMut()| {
+        let burst = 200;
+        let mut t: Vec<f64> = (0..60)
+            .map(|_| {
+                // SAFETY: a stream of the current context.
+                unsafe { result::stream::synchronize(stream) }.unwrap();
+                let t = std::time::Instant::now();
+                for _ in 0..burst {
+                    f();
+                }
+                t.elapsed().as_secs_f64() * 1e6 / burst as f64
+            })
+            .collect();
+        // SAFETY: as above.
+        unsafe { result::stream::synchronize(stream) }.unwrap();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let add_us = per_call_us(&mut || call(Op::Add, &tiny));
+    let memset_us = per_call_us(&mut || {
+        // SAFETY: 16 bytes of a live buffer, on the stream.
+        unsafe { result::memset_d8_async(po, 0, 16, stream) }.unwrap();
+    });
+    // The driver's floor for a launch: an empty kernel with the same four u64 parameters.
+    let ptx = cudarc::nvrtc::compile_ptx(
+        "extern \"C\" __global__ void empty(unsigned long long a, unsigned long long b, \
+         unsigned long long c, unsigned long long n) {}",
+    )
+    .unwrap();
+    let image = std::ffi::CString::new(ptx.to_src()).unwrap();
+    // SAFETY: a NUL-terminated PTX image, loaded into the current context.
+    let module = unsafe { result::module::load_data(image.as_ptr().cast()) }.unwrap();
+    // SAFETY: a loaded module with that entry.
+    let empty = unsafe { result::module::get_function(module, c"empty".into()) }.unwrap();
+    let launch_us = per_call_us(&mut || {
+        let (mut a, mut b, mut c, mut n) = (pa, pb, po, 4u64);
+        let mut args: [*mut c_void; 4] = [
+            (&raw mut a).cast(),
+            (&raw mut b).cast(),
+            (&raw mut c).cast(),
+            (&raw mut n).cast(),
+        ];
+        // SAFETY: the kernel takes four u64 values and touches no memory.
+        unsafe { result::launch_kernel(empty, (1, 1, 1), (32, 1, 1), 0, stream, &mut args) }
+            .unwrap();
+    });
+    println!(
+        "| tiny add, host us per call | {add_us:.2} | | empty-kernel launch {launch_us:.2} us, \
+         cuMemsetD8Async {memset_us:.2} us | {:.2} |",
+        add_us / launch_us
+    );
+
     // softmax over the last dim of 65536 x 4096.
     let (rows, cols) = (65536i64, 4096i64);
+    let sweep: Vec<(i64, Registry)> = [1i64, 2, 4, 8]
+        .into_iter()
+        .map(|packs| {
+            let dir = std::env::temp_dir().join(format!("rffi-tune-softmax-{packs}"));
+            std::fs::create_dir_all(dir.join("cuda")).unwrap();
+            let file = format!("{{\"softmax\": [{{\"packs\": {packs}}}]}}");
+            std::fs::write(dir.join("cuda").join("default.json"), file).unwrap();
+            let dir = dir.display().to_string();
+            let tuned =
+                Registry::with_env(move |k| (k == "RFFI_KERNELS_TUNE_DIR").then(|| dir.clone()));
+            tuned.register_backend(rffi_kernels_cpu::backend()).unwrap();
+            tuned
+                .register_backend(rffi_kernels_cuda::backend())
+                .unwrap();
+            (packs, tuned)
+        })
+        .collect();
     for dt in [
         DataType::float(32),
         DataType::float(16),
@@ -120,17 +198,25 @@ fn main() {
             dev_tensor(px, &[rows, cols], dt),
             dev_tensor(py, &[rows, cols], dt),
         );
-        let ms = time(stream, 10, || {
-            call(
-                Op::Softmax,
-                &[Any::from(&x), Any::from(-1i64), Any::from(&y)],
-            )
-        });
+        let args = [Any::from(&x), Any::from(-1i64), Any::from(&y)];
+        let ms = time(stream, 10, || call(Op::Softmax, &args));
         let bw = 2.0 * bytes as f64 / ms / 1e6;
         println!(
             "| softmax {dt} 65536x4096 | {ms:.3} | {bw:.0} GB/s | copy {copy_bw:.0} GB/s | {:.2} |",
             bw / copy_bw
         );
+        // The tuning sweep behind tune/cuda: 16-byte packs per thread of the one-read kernel.
+        for (packs, tuned) in &sweep {
+            let v: Vec<AnyView<'_>> = args.iter().map(Any::view).collect();
+            let ms = time(stream, 10, || {
+                tuned.call(Op::Softmax, &v).unwrap();
+            });
+            let bw = 2.0 * bytes as f64 / ms / 1e6;
+            println!(
+                "| softmax {dt} 65536x4096, packs={packs} | {ms:.3} | {bw:.0} GB/s | | {:.2} |",
+                bw / copy_bw
+            );
+        }
         // SAFETY: freeing the buffers allocated above, after the stream finished.
         unsafe {
             result::stream::synchronize(stream).unwrap();

@@ -140,37 +140,44 @@ pub fn sm_count(ordinal: i32) -> Result<i32> {
 /// Makes the device's primary context current on this thread until dropped, then restores the
 /// previous one (the dispatcher's device guard).
 pub struct ContextGuard {
-    previous: Option<Handle<sys::CUcontext>>,
+    /// The context to make current again (possibly none), when entering switched.
+    restore: Option<Handle<sys::CUcontext>>,
 }
 
 impl ContextGuard {
     pub fn enter(device: Device) -> Result<ContextGuard> {
         guarded("binding the device's context", || {
             let state = device_state(device.index())?;
-            let previous = result::ctx::get_current()
-                .map_err(|e| err("cuCtxGetCurrent", e))?
-                .map(Handle);
+            let current = result::ctx::get_current().map_err(|e| err("cuCtxGetCurrent", e))?;
+            // The common case (a framework already made this device current on the thread)
+            // costs one query: nothing to switch, nothing to restore.
+            if current == Some(state.ctx.0) {
+                return Ok(ContextGuard { restore: None });
+            }
             // SAFETY: a retained primary context.
             unsafe { result::ctx::set_current(state.ctx.0) }
                 .map_err(|e| err("cuCtxSetCurrent", e))?;
-            Ok(ContextGuard { previous })
+            Ok(ContextGuard {
+                restore: Some(Handle(current.unwrap_or(std::ptr::null_mut()))),
+            })
         })
     }
 }
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
-        let prev = self.previous.map_or(std::ptr::null_mut(), |h| h.0);
-        let _ = catch_unwind(|| {
-            // SAFETY: the context that was current before (or none).
-            unsafe { result::ctx::set_current(prev) }
-        });
+        if let Some(prev) = self.restore {
+            let _ = catch_unwind(|| {
+                // SAFETY: the context that was current before (or none).
+                unsafe { result::ctx::set_current(prev.0) }
+            });
+        }
     }
 }
 
-/// A compiled module's functions, per (device, dtype).
+/// A compiled module's functions, per (device, dtype), keyed by (name, suffix).
 struct Module {
-    functions: Mutex<HashMap<String, Handle<sys::CUfunction>>>,
+    functions: Mutex<HashMap<(&'static str, &'static str), Handle<sys::CUfunction>>>,
     module: Handle<sys::CUmodule>,
 }
 
@@ -222,20 +229,27 @@ fn module(ordinal: i32, dt: &Dt) -> Result<&'static Module> {
     Ok(module)
 }
 
-/// The kernel `name` of `dtype`'s module on `device`.
-pub fn function(device: Device, dtype: DataType, name: &str) -> Result<sys::CUfunction> {
+/// The kernel `name` + `suffix` of `dtype`'s module on `device` (the two parts are kept apart
+/// so a call finds a variant without building its name).
+pub fn function(
+    device: Device,
+    dtype: DataType,
+    name: &'static str,
+    suffix: &'static str,
+) -> Result<sys::CUfunction> {
     let dt = dt_of(dtype)
         .ok_or_else(|| Error::type_error(format!("kernels (cuda): no kernels for {dtype}")))?;
     let m = module(device.index(), &dt)?;
     let mut f = m.functions.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(h) = f.get(name) {
+    if let Some(h) = f.get(&(name, suffix)) {
         return Ok(h.0);
     }
-    let cname = CString::new(name).expect("kernel names have no NUL");
+    let full = format!("{name}{suffix}");
+    let cname = CString::new(full.as_str()).expect("kernel names have no NUL");
     // SAFETY: a loaded module.
     let func = unsafe { result::module::get_function(m.module.0, cname) }
-        .map_err(|e| err(&format!("cuModuleGetFunction({name})"), e))?;
-    f.insert(name.to_owned(), Handle(func));
+        .map_err(|e| err(&format!("cuModuleGetFunction({full})"), e))?;
+    f.insert((name, suffix), Handle(func));
     Ok(func)
 }
 

@@ -105,7 +105,7 @@ fn imp(op: Op, dtypes: &[DataType], k: Kernel) -> Vec<Implementation> {
         .map(|t| {
             let k = k.clone();
             Implementation::new(op, t, dtypes, move |c: &OpCall<'_>| {
-                guarded(&format!("kernels.{}", c.op), || k(c))
+                guarded(c.op.name(), || k(c))
             })
         })
         .collect()

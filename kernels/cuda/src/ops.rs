@@ -2,7 +2,7 @@
 //! operands, a strided kernel otherwise), row reductions, softmax.
 
 use crate::driver::{self, function, launch, Scratch};
-use crate::source::{dt_of, Compute, Dt, MAX_DIMS};
+use crate::source::{dt_of, Compute, Dt, MAX_DIMS, SOFTMAX_PACKS};
 use cudarc::driver::{result, sys};
 use rffi_core::error::kind;
 use rffi_core::{Error, Result, Tensor};
@@ -139,7 +139,7 @@ fn arg<T>(v: &mut T) -> *mut c_void {
 }
 
 /// add, sub, mul, div (tensor or number operand), relu, gelu, exp, and `copy`.
-pub fn elementwise(call: &OpCall<'_>, name: &str) -> Result<()> {
+pub fn elementwise(call: &OpCall<'_>, name: &'static str) -> Result<()> {
     let o = call.out;
     let n = o.numel() as u64;
     if n == 0 {
@@ -150,17 +150,22 @@ pub fn elementwise(call: &OpCall<'_>, name: &str) -> Result<()> {
     operands.push(o);
     let vec = operands.iter().all(|t| t.is_contiguous() && aligned16(t));
     let scalar = call.scalar.map(|s| ScalarArg::new(s, &dt));
-    let kernel = format!(
-        "{name}{}{}",
-        if scalar.is_some() { "_scalar" } else { "" },
-        if vec { "_vec" } else { "_strided" }
-    );
-    let f = function(call.device, call.dtype, &kernel)?;
+    let suffix = match (scalar.is_some(), vec) {
+        (false, true) => "_vec",
+        (false, false) => "_strided",
+        (true, true) => "_scalar_vec",
+        (true, false) => "_scalar_strided",
+    };
+    let f = function(call.device, call.dtype, name, suffix)?;
     let work = if vec { n.div_ceil(dt.vec as u64) } else { n };
     let (threads, blocks) = launch_shape(call, "elementwise", &[("numel", n as i64)], work)?;
     let mut ptrs: Vec<u64> = operands.iter().map(|t| ptr(t)).collect();
-    let strides: Vec<&[i64]> = operands.iter().map(|t| t.strides()).collect();
-    let mut lay = Lay::new(o.shape(), &strides)?;
+    let mut lay = if vec {
+        Lay::default()
+    } else {
+        let strides: Vec<&[i64]> = operands.iter().map(|t| t.strides()).collect();
+        Lay::new(o.shape(), &strides)?
+    };
     let mut n_arg = n;
     let mut scalar = scalar;
     let mut args: Vec<*mut c_void> = Vec::with_capacity(6);
@@ -212,14 +217,39 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let lead_ok = |t: &Tensor| nd == 0 || t.strides()[..nd - 1].iter().all(|s| s % v == 0);
     let mut vec: i32 =
         (sx == 1 && so == 1 && aligned16(x) && aligned16(o) && lead_ok(x) && lead_ok(o)) as i32;
-    let f = function(call.device, call.dtype, "softmax_rows")?;
+    let blocks = rows.clamp(1, i32::MAX as i64) as u32;
+    // Rows of whole packs that fit in registers: the one-read kernel, with the tuned number of
+    // 16-byte packs per thread (`packs`, default 4), or the fewest that fit in 1024 threads.
+    let nv = (len / v) as u64;
+    let most = SOFTMAX_PACKS[SOFTMAX_PACKS.len() - 1].0 as u64;
+    if vec != 0 && len % v == 0 && nv <= most * 1024 {
+        let vars = [("cols", len), ("rows", rows)];
+        let wanted = call.tune.param("softmax", "packs", &vars, 4)?.max(1) as u64;
+        let &(packs, suffix) = SOFTMAX_PACKS
+            .iter()
+            .find(|&&(p, _)| p as u64 >= wanted.min(most) && nv.div_ceil(p as u64) <= 1024)
+            .expect("the largest variant fits: checked above");
+        let threads = (nv.div_ceil(packs as u64).div_ceil(32) * 32).clamp(32, 1024) as u32;
+        let f = function(call.device, call.dtype, "softmax_rows_reg", suffix)?;
+        let (mut px, mut po) = (ptr(x), ptr(o));
+        let mut args = [
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut lay),
+        ];
+        // SAFETY: as in `elementwise`; every row is `nv` whole, aligned packs (checked above),
+        // and `threads * packs >= nv`.
+        return unsafe { launch(f, blocks, threads, stream(call), &mut args) };
+    }
+    let f = function(call.device, call.dtype, "softmax_rows", "")?;
     let (threads, _) = launch_shape(
         call,
         "softmax",
         &[("cols", len), ("rows", rows)],
         len as u64,
     )?;
-    let blocks = rows.clamp(1, i32::MAX as i64) as u32;
     let (mut px, mut po) = (ptr(x), ptr(o));
     let mut args = [
         arg(&mut px),
@@ -244,7 +274,7 @@ pub fn sum(call: &OpCall<'_>) -> Result<()> {
             if rows == 0 {
                 return Ok(());
             }
-            let f = function(call.device, call.dtype, "sum_rows")?;
+            let f = function(call.device, call.dtype, "sum_rows", "")?;
             let (threads, _) =
                 launch_shape(call, "reduce", &[("cols", len), ("rows", rows)], len as u64)?;
             let blocks = rows.clamp(1, i32::MAX as i64) as u32;
@@ -270,7 +300,7 @@ pub fn sum(call: &OpCall<'_>) -> Result<()> {
             if n > 0 {
                 let mut lay = Lay::new(x.shape(), &[x.strides()])?;
                 let mut contiguous = x.is_contiguous() as i32;
-                let f = function(call.device, call.dtype, "sum_all")?;
+                let f = function(call.device, call.dtype, "sum_all", "")?;
                 let (threads, blocks) =
                     launch_shape(call, "reduce", &[("cols", n as i64), ("rows", 1)], n)?;
                 let mut px = ptr(x);
@@ -284,7 +314,7 @@ pub fn sum(call: &OpCall<'_>) -> Result<()> {
                 // SAFETY: as in `elementwise`.
                 unsafe { launch(f, blocks, threads, st, &mut args) }?;
             }
-            let f = function(call.device, call.dtype, "store_acc")?;
+            let f = function(call.device, call.dtype, "store_acc", "")?;
             let mut po = ptr(o);
             let mut args = [arg(&mut pacc), arg(&mut po)];
             // SAFETY: as in `elementwise`; `acc` is freed after this launch in stream order.
@@ -304,7 +334,7 @@ pub fn copy_to(call: &OpCall<'_>, src: &Tensor, dst: u64, dst_strides: &[i64]) -
     if n == 0 {
         return Ok(());
     }
-    let f = function(call.device, src.dtype(), "copy_strided")?;
+    let f = function(call.device, src.dtype(), "copy", "_strided")?;
     let mut lay = Lay::new(src.shape(), &[src.strides(), dst_strides])?;
     let (threads, blocks) = launch_shape(call, "elementwise", &[("numel", n as i64)], n)?;
     let (mut ps, mut pd) = (ptr(src), dst);

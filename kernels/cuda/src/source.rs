@@ -1,14 +1,17 @@
 //! The CUDA C++ source of the kernels, one module per dtype, compiled with NVRTC at first use.
 //!
 //! Self-contained: float16 and bfloat16 are stored as 16-bit integers and converted with PTX
-//! `cvt` (float16) or bit arithmetic (bfloat16), so NVRTC needs no CUDA headers. Every entry
-//! point takes raw device pointers (data + byte offset, as u64 from the host) and element
-//! strides, so tensors from any framework work in place.
+//! `cvt` (float16; bfloat16 from sm_80) or bit arithmetic (bfloat16 before sm_80), so NVRTC
+//! needs no CUDA headers. Every entry point takes raw device pointers (data + byte offset, as
+//! u64 from the host) and element strides, so tensors from any framework work in place.
 
 use rffi_core::DataType;
 
 /// Most dims a strided launch takes after collapsing (`Lay` in the source).
 pub const MAX_DIMS: usize = 8;
+
+/// The packs-per-thread variants of the one-read softmax (`softmax_rows_reg<PK>` in the source).
+pub const SOFTMAX_PACKS: [(i64, &str); 4] = [(1, "1"), (2, "2"), (4, "4"), (8, "8")];
 
 /// What the host needs to know about a dtype's module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -70,10 +73,14 @@ __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;"
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float b2f(u16 b) { return __uint_as_float(((u32)b) << 16); }
 __device__ __forceinline__ u16 f2b(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;  // one instruction
+#else
   u32 u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   return (u16)(u >> 16);
+#endif
 }
 "#;
 
@@ -229,6 +236,64 @@ extern "C" __global__ void softmax_rows(u64 px, u64 po, i64 rows, i64 len, i64 s
   }
 }
 
+// A block-wide maximum; every thread gets the result. `sh` holds 32 values.
+template <typename A> __device__ __forceinline__ A block_max(A v, A* sh) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) { A u = __shfl_xor_sync(0xffffffffu, v, o); v = u > v ? u : v; }
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : (A)NEG_INF;
+  for (int o = 16; o > 0; o >>= 1) { A u = __shfl_xor_sync(0xffffffffu, v, o); v = u > v ? u : v; }
+  return v;
+}
+
+// Softmax of contiguous, 16-byte aligned rows of whole packs that fit in registers (at most PK
+// packs per thread): one block per row; every element is read once, exponentiated once and
+// written once. A NaN anywhere makes the row NaN (through the sum), as in PyTorch. Instantiated
+// for PK = 1, 2, 4, 8 (`softmax_rows_reg<PK>`); the host picks PK from the row length and tuning.
+template <int PK> __device__ __forceinline__ void softmax_reg(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+  __shared__ C sh[32];
+  const i64 nv = len / VEC;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const Pack* x = (const Pack*)((const T*)px + ox);
+    Pack* o = (Pack*)((T*)po + oo);
+    C v[PK][VEC];
+    C m = NEG_INF;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      if (k < nv) {
+        Pack q = x[k];
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ld(q.v[j]); m = v[p][j] > m ? v[p][j] : m; }
+      } else {
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
+      }
+    }
+    m = block_max(m, sh);
+    C s = 0;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p)
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = FEXP(v[p][j] - m); s += v[p][j]; }
+    s = block_sum(s, sh);
+    C inv = (C)1 / s;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      if (k < nv) {
+        Pack q;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * inv);
+        o[k] = q;
+      }
+    }
+  }
+}
+// The bound keeps every variant launchable at 1024 threads (at most 64 registers a thread).
+#define SOFTMAX_REG(PK) \
+extern "C" __global__ void __launch_bounds__(1024) softmax_rows_reg##PK(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_reg<PK>(px, po, rows, len, L); }
+SOFTMAX_REG(1)
+SOFTMAX_REG(2)
+SOFTMAX_REG(4)
+SOFTMAX_REG(8)
+
 // Sums of rows (the last axis): one block per row, accumulated in ACC.
 extern "C" __global__ void sum_rows(u64 px, u64 po, i64 rows, i64 len, i64 sx, Lay L) {
   __shared__ ACC sh[32];
@@ -268,28 +333,28 @@ pub fn module_source(dt: &Dt) -> String {
             "typedef float T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return v; }\n\
                   __device__ __forceinline__ T st(C v) { return v; }\n\
-                  #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
+                  #define EXP(x) expf(x)\n#define FEXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "f64" => {
             "typedef double T; typedef double C; typedef double ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return v; }\n\
                   __device__ __forceinline__ T st(C v) { return v; }\n\
-                  #define EXP(x) exp(x)\n#define ERFC(x) erfc(x)\n\
+                  #define EXP(x) exp(x)\n#define FEXP(x) exp(x)\n#define ERFC(x) erfc(x)\n\
                   #define NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))\n"
         }
         "f16" => {
             "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return h2f(v); }\n\
                   __device__ __forceinline__ T st(C v) { return f2h(v); }\n\
-                  #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
+                  #define EXP(x) expf(x)\n#define FEXP(x) __expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "bf16" => {
             "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n\
                   __device__ __forceinline__ C ld(T v) { return b2f(v); }\n\
                   __device__ __forceinline__ T st(C v) { return f2b(v); }\n\
-                  #define EXP(x) expf(x)\n#define ERFC(x) erfcf(x)\n\
+                  #define EXP(x) expf(x)\n#define FEXP(x) __expf(x)\n#define ERFC(x) erfcf(x)\n\
                   #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "i32" => {

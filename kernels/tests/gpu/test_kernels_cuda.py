@@ -109,10 +109,21 @@ def test_unary_reductions_softmax(k, stream, dtype):
     acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     close(k.sum(a), a.to(acc).sum().to(dtype), dtype)
     close(k.sum(a, -1), a.to(acc).sum(-1).to(dtype), dtype)
-    for shape in [(37, 129), (3, 5000), (1000, 3), (2, 8197), (4, 2, 64)]:
+    # Rows that fit in registers (whole 16-byte packs, up to 4 per thread at 1024 threads) and
+    # rows that do not (odd lengths, longer rows).
+    shapes = [(37, 129), (3, 5000), (1000, 3), (2, 8197), (4, 2, 64), (16, 4096), (3, 16384)]
+    shapes += [(2, 32768), (2, 40000)]
+    for shape in shapes:
         x = rand(shape, dtype, lo=-8, hi=8, seed=4)
         close(k.softmax(x), torch.softmax(x, -1), dtype)
         close(k.softmax(x, -1), torch.softmax(x, -1), dtype)
+    # Masked entries (-inf) count as zero; a fully masked row is NaN, as in torch.
+    x = rand((8, 4096), dtype, lo=-8, hi=8, seed=5)
+    x[:, ::3] = float("-inf")
+    x[5] = float("-inf")
+    got = as_torch(k.softmax(x))
+    assert got[5].isnan().all()
+    torch.testing.assert_close(got, torch.softmax(x, -1), equal_nan=True, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

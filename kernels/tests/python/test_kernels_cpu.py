@@ -16,6 +16,12 @@ def plugin():
     K.load()
 
 
+def test_op_functions_are_looked_up_once():
+    assert K.relu is K.relu
+    with pytest.raises(AttributeError):
+        K.not_an_op  # noqa: B018
+
+
 def test_ops_match_numpy():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 33)).astype(np.float32)
