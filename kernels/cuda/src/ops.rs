@@ -223,7 +223,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let nv = (len / v) as u64;
     let most = SOFTMAX_PACKS[SOFTMAX_PACKS.len() - 1].0 as u64;
     if vec != 0 && len % v == 0 && nv <= most * 1024 {
-        let vars = [("cols", len), ("rows", rows)];
+        let vars = [("cols", len), ("rows", rows), ("itemsize", dt.size as i64)];
         let wanted = call.tune.param("softmax", "packs", &vars, 4)?.max(1) as u64;
         let &(packs, suffix) = SOFTMAX_PACKS
             .iter()
@@ -247,7 +247,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let (threads, _) = launch_shape(
         call,
         "softmax",
-        &[("cols", len), ("rows", rows)],
+        &[("cols", len), ("rows", rows), ("itemsize", dt.size as i64)],
         len as u64,
     )?;
     let (mut px, mut po) = (ptr(x), ptr(o));
