@@ -724,6 +724,7 @@ if FASTPATH:
             _SETTERS,
             _set_object,
             Object,
+            _DLPACK_SETTER,
         )
         Function.__doc__ = _CtypesFunction.__doc__
     except Exception as e:  # pragma: no cover - a library that cannot build the type

@@ -94,7 +94,7 @@ def _slot_offsets(object_class: type) -> tuple:
 
 
 def make_function_type(
-    base: type, fallback, take_raised, decode, setters, set_object, object_class: type
+    base: type, fallback, take_raised, decode, setters, set_object, object_class: type, dlpack_cell
 ) -> type:
     """The Function class of the fast path: a subclass of ``base`` (the ctypes-path class, whose
     methods it inherits) called through vectorcall.
@@ -103,7 +103,10 @@ def make_function_type(
     * ``take_raised()``: the exception to raise for this thread's raised Error;
     * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
     * ``setters``: the dict of exact argument type -> setter; types mapped to ``set_object``
-      pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots).
+      pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots);
+    * ``dlpack_cell``: a one-item list holding the setter of DLPack producers; host-memory
+      producers mapped to it (numpy) are exported and imported natively, and types publishing
+      ``__dlpack_c_exchange_api__`` (torch) through that API.
     """
     size = base.__basicsize__
     if size % 8:  # pragma: no cover - every CPython layout is pointer-aligned
@@ -113,4 +116,4 @@ def make_function_type(
     make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
     handle_slot, tidx_slot = _slot_offsets(object_class)
     hooks = (fallback, take_raised, decode, setters, set_object, object_class)
-    return make((base,), size, (*hooks, handle_slot, tidx_slot))
+    return make((base,), size, (*hooks, handle_slot, tidx_slot, dlpack_cell))

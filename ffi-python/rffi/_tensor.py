@@ -179,11 +179,37 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         _OUT_POOL.append(slot)
 
 
+def _native_from_dlpack():
+    """The fast path's import of producers it handles natively (``RFFIPyFastFromDLPack``), or
+    None on the ctypes path."""
+    from . import _pyfast
+
+    lib = _pyfast._PYDLL
+    if not _core.FASTPATH or lib is None or not hasattr(lib, "RFFIPyFastFromDLPack"):
+        return None
+    fn = lib.RFFIPyFastFromDLPack
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.py_object]
+    return fn
+
+
+_NATIVE_FROM_DLPACK = _native_from_dlpack()
+
+
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
     """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
     jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
-    if isinstance(obj, Tensor) and not require_alignment and not require_contiguous:
-        return obj
+    if not require_alignment and not require_contiguous:
+        if isinstance(obj, Tensor):
+            return obj
+        # Types the native call path imports (exchange API, host-memory producers whose rule is
+        # known): one C call; anything else (0) continues below, where the errors are worded.
+        if _NATIVE_FROM_DLPACK is not None:
+            h = _NATIVE_FROM_DLPACK(obj)
+            if h:
+                if h == -1:
+                    raise take_raised_exception()
+                return wrap_new(Tensor, h, _lib.kTensor)
     if type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:
@@ -197,6 +223,8 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
         except TypeError:  # a producer older than DLPack 1.0 takes no max_version
             capsule = dlpack()
     h = _consume_capsule(capsule, require_alignment, require_contiguous)
+    if capsule is not obj and type(obj) not in _core._SETTERS:
+        _core._resolve_setter(type(obj))  # learns the type's rule: next time, natively
     return wrap_new(Tensor, h, _lib.kTensor)
 
 

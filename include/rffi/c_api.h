@@ -712,17 +712,29 @@ int32_t RFFIPyFastInit(const void *const *table, int32_t n, int64_t object_basic
  * (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
  * `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
  * `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
- * tidx_slot)` described in the package's `rffi/_pyfast.py` (the last two: byte offsets of the
- * `_handle` and `_tidx` slots in an `Object` instance). Instances expose the members `_handle`, `_tidx` and `release_gil`.
+ * tidx_slot, dlpack_setter)` described in the package's `rffi/_pyfast.py` (`handle_slot` and
+ * `tidx_slot`: byte offsets of the `_handle` and `_tidx` slots in an `Object` instance;
+ * `dlpack_setter`: a one-item list holding the setter of DLPack producers). Instances expose
+ * the members `_handle`, `_tidx` and `release_gil`.
  * Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
  * `restype = ctypes.py_object`.
  *
  * # Safety
  * The arguments must be live Python objects of the kinds described, and the GIL must be held.
  */
-void *RFFIPyFastMakeFunctionType(void *bases,
-                                 int64_t base_basicsize,
-                                 void *hooks);
+void *RFFIPyFastMakeFunctionType(void *bases, int64_t base_basicsize, void *hooks);
+
+/**
+ * `rffi.from_dlpack(obj)` for the producers the call path imports natively (types with a DLPack
+ * exchange API, and host-memory producers the package sends to its DLPack setter): returns a
+ * new Tensor handle, 0 when `obj` is left to the package's Python code (nothing set), or -1 with
+ * an Error raised on this thread. A Python exception a producer raised stays set. Call through
+ * `ctypes.PyDLL` (the GIL held) after `RFFIPyFastMakeFunctionType`.
+ *
+ * # Safety
+ * `obj` must be a live Python object and the GIL must be held.
+ */
+int64_t RFFIPyFastFromDLPack(void *obj);
 
 /**
  * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the

@@ -6,7 +6,7 @@
 #![allow(non_upper_case_globals)]
 
 use super::cpython::*;
-use super::exchange::{self, ImportError, Imports};
+use super::tensors::{self, ImportError, Imports};
 use super::{hooks, publish_hooks, Hooks};
 use rffi_core::abi::*;
 use rffi_core::capi;
@@ -65,12 +65,12 @@ pub(super) unsafe fn make_function_type(
         return fail(c"rffi: implausible base __basicsize__");
     }
     // SAFETY: GIL held; a live tuple per the contract.
-    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 8 {
+    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 9 {
         // SAFETY: PyTuple_Size may have raised for a non-tuple; replace it with our message.
         unsafe { (api.PyErr_Clear)() };
-        return fail(c"rffi: hooks must be an 8-tuple");
+        return fail(c"rffi: hooks must be a 9-tuple");
     }
-    // SAFETY: GIL held; an 8-tuple (checked); borrowed items.
+    // SAFETY: GIL held; a 9-tuple (checked); borrowed items.
     let (handle_slot, tidx_slot) = unsafe {
         (
             (api.PyLong_AsLongLong)(tuple_get(api, hooks_tuple, 6)),
@@ -134,7 +134,7 @@ pub(super) unsafe fn make_function_type(
     if ty.is_null() {
         return ty;
     }
-    // SAFETY: GIL held; `hooks_tuple` is an 8-tuple (checked); items are borrowed then kept with
+    // SAFETY: GIL held; `hooks_tuple` is a 9-tuple (checked); items are borrowed then kept with
     // our own references, which stay for the life of the process.
     unsafe {
         let item = |k: isize| {
@@ -145,7 +145,18 @@ pub(super) unsafe fn make_function_type(
         let handle_name = (api.PyUnicode_InternFromString)(c"_handle".as_ptr());
         let tidx_name = (api.PyUnicode_InternFromString)(c"_tidx".as_ptr());
         let exchange_name = (api.PyUnicode_InternFromString)(c"__dlpack_c_exchange_api__".as_ptr());
-        if handle_name.is_null() || tidx_name.is_null() || exchange_name.is_null() {
+        let dlpack_name = (api.PyUnicode_InternFromString)(c"__dlpack__".as_ptr());
+        let dlpack_kwargs = dlpack_kwargs(api);
+        let empty_tuple = (api.PyTuple_New)(0);
+        let made = [
+            handle_name,
+            tidx_name,
+            exchange_name,
+            dlpack_name,
+            dlpack_kwargs,
+            empty_tuple,
+        ];
+        if made.iter().any(|o| o.is_null()) {
             (api.Py_DecRef)(ty);
             return std::ptr::null_mut();
         }
@@ -158,15 +169,56 @@ pub(super) unsafe fn make_function_type(
             setters: item(3),
             set_object: item(4),
             object_type: item(5),
+            dlpack_setter: item(8),
             handle_slot: handle_slot as usize,
             tidx_slot: tidx_slot as usize,
             handle_name,
             tidx_name,
             exchange_name,
+            dlpack_name,
+            dlpack_kwargs,
+            empty_tuple,
             fields: base,
         });
     }
     ty
+}
+
+/// `{"max_version": (1, 1)}`, the keywords of the `__dlpack__` calls, or NULL with an error set.
+///
+/// # Safety
+/// GIL held.
+unsafe fn dlpack_kwargs(api: &Api) -> PyObj {
+    // SAFETY: GIL held; PyTuple_SetItem steals the item references; everything made is released
+    // on failure.
+    unsafe {
+        let version = (api.PyTuple_New)(2);
+        if version.is_null() {
+            return version;
+        }
+        for k in 0..2 {
+            let v = (api.PyLong_FromLongLong)(1);
+            if v.is_null() || (api.PyTuple_SetItem)(version, k, v) != 0 {
+                (api.Py_DecRef)(version);
+                return std::ptr::null_mut();
+            }
+        }
+        let key = (api.PyUnicode_InternFromString)(c"max_version".as_ptr());
+        let kwargs = (api.PyDict_New)();
+        let ok =
+            !key.is_null() && !kwargs.is_null() && (api.PyDict_SetItem)(kwargs, key, version) == 0;
+        (api.Py_DecRef)(version);
+        if !key.is_null() {
+            (api.Py_DecRef)(key);
+        }
+        if !ok {
+            if !kwargs.is_null() {
+                (api.Py_DecRef)(kwargs);
+            }
+            return std::ptr::null_mut();
+        }
+        kwargs
+    }
 }
 
 /// A borrowed tuple item (`PyTuple_GetItem`; the tuple layout itself is not relied on).
@@ -306,13 +358,19 @@ unsafe fn pack(
             // SAFETY: GIL held; a borrowed lookup of the exact type in the setters dict.
             let setter = unsafe { (api.PyDict_GetItem)(h.setters, t) };
             if setter != h.set_object {
-                // SAFETY: GIL held; `t` is the argument's type.
-                let Some(x) = (unsafe { exchange::api_of(api, h, t) }) else {
-                    return Packed::Python { error: false };
+                // SAFETY: GIL held; `t` is the argument's type, `a` one of its instances.
+                let done = unsafe {
+                    if let Some(x) = tensors::api_of(api, h, t) {
+                        imports.import(api, x, a, k, slot).map(|()| true)
+                    } else if !setter.is_null() && setter == h.dlpack_setter() {
+                        imports.import_dlpack(api, h, a, t, slot)
+                    } else {
+                        Ok(false)
+                    }
                 };
-                // SAFETY: GIL held; `a` is of the type the API was found on.
-                match unsafe { imports.import(api, x, a, k, slot) } {
-                    Ok(()) => continue,
+                match done {
+                    Ok(true) => continue,
+                    Ok(false) => return Packed::Python { error: false },
                     Err(ImportError::Python) => return Packed::Python { error: true },
                     Err(ImportError::Runtime) => return Packed::Runtime,
                 }

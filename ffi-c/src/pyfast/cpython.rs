@@ -112,6 +112,8 @@ table! {
     f PyEval_RestoreThread: unsafe extern "C" fn(*mut c_void),
     f PyCapsule_IsValid: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
     f PyCapsule_GetPointer: unsafe extern "C" fn(PyObj, *const c_char) -> *mut c_void,
+    f PyCapsule_SetName: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
+    f PyList_GetItem: unsafe extern "C" fn(PyObj, Py_ssize_t) -> PyObj,
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,
     o _Py_FalseStruct: PyObj,

@@ -17,7 +17,7 @@
 
 mod call;
 mod cpython;
-mod exchange;
+mod tensors;
 
 use cpython::*;
 use std::ffi::{c_char, c_void};
@@ -39,6 +39,9 @@ pub(crate) struct Hooks {
     pub setters: PyObj,
     /// The setter of runtime objects: arguments whose type maps to it pass `(_tidx, _handle)`.
     pub set_object: PyObj,
+    /// A one-item list holding the setter of DLPack producers (set when `rffi._tensor` loads):
+    /// arguments whose type maps to it are imported through a native `__dlpack__` call.
+    pub dlpack_setter: PyObj,
     /// The package's Object class, and the byte offsets of its `_handle` and `_tidx` slots.
     pub object_type: PyObj,
     pub handle_slot: usize,
@@ -46,8 +49,12 @@ pub(crate) struct Hooks {
     /// Interned `"_handle"` and `"_tidx"`.
     pub handle_name: PyObj,
     pub tidx_name: PyObj,
-    /// Interned `"__dlpack_c_exchange_api__"`.
+    /// Interned `"__dlpack_c_exchange_api__"` and `"__dlpack__"`.
     pub exchange_name: PyObj,
+    pub dlpack_name: PyObj,
+    /// `{"max_version": (1, 1)}` and `()`: the arguments of a `__dlpack__` call.
+    pub dlpack_kwargs: PyObj,
+    pub empty_tuple: PyObj,
     /// Byte offset of the native fields in an instance (the base class's basic size).
     pub fields: usize,
 }
@@ -56,6 +63,25 @@ pub(crate) struct Hooks {
 unsafe impl Sync for Hooks {}
 // SAFETY: as above.
 unsafe impl Send for Hooks {}
+
+impl Hooks {
+    /// The current DLPack setter (borrowed), or NULL.
+    ///
+    /// # Safety
+    /// GIL held.
+    pub(crate) unsafe fn dlpack_setter(&self) -> PyObj {
+        let Some(api) = cpython::api() else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: GIL held; `dlpack_setter` is the package's one-item list.
+        let s = unsafe { (api.PyList_GetItem)(self.dlpack_setter, 0) };
+        if s.is_null() {
+            // SAFETY: GIL held; an IndexError for an emptied list: no setter.
+            unsafe { (api.PyErr_Clear)() };
+        }
+        s
+    }
+}
 
 static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -104,8 +130,10 @@ pub unsafe extern "C" fn RFFIPyFastInit(
 /// (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
 /// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
 /// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
-/// tidx_slot)` described in the package's `rffi/_pyfast.py` (the last two: byte offsets of the
-/// `_handle` and `_tidx` slots in an `Object` instance). Instances expose the members `_handle`, `_tidx` and `release_gil`.
+/// tidx_slot, dlpack_setter)` described in the package's `rffi/_pyfast.py` (`handle_slot` and
+/// `tidx_slot`: byte offsets of the `_handle` and `_tidx` slots in an `Object` instance;
+/// `dlpack_setter`: a one-item list holding the setter of DLPack producers). Instances expose
+/// the members `_handle`, `_tidx` and `release_gil`.
 /// Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
@@ -137,6 +165,29 @@ pub unsafe extern "C" fn RFFIPyFastMakeFunctionType(
             std::ptr::null_mut()
         }
     }
+}
+
+/// `rffi.from_dlpack(obj)` for the producers the call path imports natively (types with a DLPack
+/// exchange API, and host-memory producers the package sends to its DLPack setter): returns a
+/// new Tensor handle, 0 when `obj` is left to the package's Python code (nothing set), or -1 with
+/// an Error raised on this thread. A Python exception a producer raised stays set. Call through
+/// `ctypes.PyDLL` (the GIL held) after `RFFIPyFastMakeFunctionType`.
+///
+/// # Safety
+/// `obj` must be a live Python object and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIPyFastFromDLPack(obj: *mut c_void) -> i64 {
+    let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
+        return 0;
+    };
+    if obj.is_null() {
+        return 0;
+    }
+    // SAFETY: the same contract, forwarded.
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        tensors::from_dlpack(api, h, obj.cast())
+    }))
+    .unwrap_or(0)
 }
 
 pub(crate) fn publish_hooks(h: Hooks) {

@@ -1,4 +1,5 @@
-//! Tensor arguments through the DLPack C exchange API (`__dlpack_c_exchange_api__`).
+//! Tensor arguments: through the DLPack C exchange API (`__dlpack_c_exchange_api__`), or a
+//! native `__dlpack__` call for host-memory producers without one (numpy).
 //!
 //! A tensor type that publishes the API on its class (torch.Tensor does) hands over a managed
 //! tensor with one C call and tells its current work stream with another, with no Python
@@ -11,6 +12,12 @@
 //! The API is looked up on the argument's exact type once and remembered (a type that gains the
 //! attribute later keeps the Python path); the types remembered are kept alive, so an address is
 //! never reused by another type while it is in the table.
+//!
+//! Other DLPack producers (the types the package's rules send to its DLPack setter) are called
+//! as the Python path calls them, `obj.__dlpack__(max_version=(1, 1))`, but from here: the
+//! capsule is consumed and the tensor imported without Python code in between. Only host-memory
+//! tensors are taken this way; a type whose export is on a device (where the Python path lends
+//! the framework's stream) or fails is left to the Python path, which words the errors.
 
 use super::cpython::*;
 use super::Hooks;
@@ -110,6 +117,35 @@ unsafe fn probe(api: &Api, h: &Hooks, t: PyObj) -> usize {
     }
 }
 
+/// Types whose `__dlpack__` gave a device tensor: the native `__dlpack__` call is not tried again
+/// for them (kept alive as in the API table).
+static NOT_HOST: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
+static NOT_HOST_LEN: AtomicUsize = AtomicUsize::new(0);
+
+fn not_host(t: PyObj) -> bool {
+    let len = NOT_HOST_LEN.load(Ordering::Acquire);
+    NOT_HOST[..len]
+        .iter()
+        .any(|s| s.load(Ordering::Relaxed) == t as usize)
+}
+
+/// # Safety
+/// GIL held; `t` a live type object.
+unsafe fn remember_not_host(api: &Api, t: PyObj) {
+    let len = NOT_HOST_LEN.load(Ordering::Acquire);
+    if len < CACHE_SLOTS {
+        // SAFETY: GIL held; the reference keeps the type's address from being reused.
+        unsafe { (api.Py_IncRef)(t) };
+        NOT_HOST[len].store(t as usize, Ordering::Relaxed);
+        NOT_HOST_LEN.store(len + 1, Ordering::Release);
+    }
+}
+
+const VERSIONED: &std::ffi::CStr = c"dltensor_versioned";
+const USED_VERSIONED: &std::ffi::CStr = c"used_dltensor_versioned";
+const LEGACY: &std::ffi::CStr = c"dltensor";
+const USED_LEGACY: &std::ffi::CStr = c"used_dltensor";
+
 /// What a call imported and set, undone by `release` (or on drop).
 pub(super) struct Imports {
     tensors: [RFFIObjectHandle; super::call::MAX_ARGS],
@@ -138,9 +174,18 @@ impl Imports {
         }
     }
 
-    /// Imports `obj` through `x` into `slot` as a Tensor owned until `release`, and makes the
-    /// producer's current stream rffi's for the tensor's device (the first tensor on a device
-    /// decides).
+    /// Takes `handle` (an imported Tensor) for the call: owned until `release`, passed in `slot`.
+    fn keep(&mut self, handle: RFFIObjectHandle, slot: &mut RFFIAny) {
+        self.tensors[self.n_tensors] = handle;
+        self.n_tensors += 1;
+        slot.type_index = kRFFITensor;
+        slot.small_str_len = 0;
+        slot.v.v_obj = handle.cast();
+    }
+
+    /// Imports `obj` through `x` into `slot`, installs the producer's allocator (the first
+    /// producer decides) and makes its current stream rffi's for the tensor's device (the first
+    /// tensor on a device decides).
     ///
     /// # Safety
     /// GIL held; `obj` live, of the type `x` was found on.
@@ -152,30 +197,9 @@ impl Imports {
         pos: usize,
         slot: &mut RFFIAny,
     ) -> Result<(), ImportError> {
-        let (Some(export), Some(stream_of)) = (
-            x.managed_tensor_from_py_object_no_sync,
-            x.current_work_stream,
-        ) else {
-            unreachable!("checked by probe");
-        };
-        let mut managed: *mut DLManagedTensorVersioned = std::ptr::null_mut();
-        // SAFETY: GIL held; `obj` is of the type the API came from (the API's contract).
-        if unsafe { export(obj, &mut managed) } != 0 || managed.is_null() {
-            // SAFETY: GIL held.
-            return Err(unsafe { producer_failed(api, pos, "exporting it") });
-        }
-        // SAFETY: the producer returned an owning, initialised managed tensor.
-        let device = unsafe { (*managed).dl_tensor.device };
-        let mut handle: RFFIObjectHandle = std::ptr::null_mut();
-        // SAFETY: ownership of `managed` passes to the runtime (which releases it on failure).
-        if unsafe { capi::tensor::RFFITensorFromDLPackVersioned(managed, 0, 0, &mut handle) } != 0 {
-            return Err(ImportError::Runtime);
-        }
-        self.tensors[self.n_tensors] = handle;
-        self.n_tensors += 1;
-        slot.type_index = kRFFITensor;
-        slot.small_str_len = 0;
-        slot.v.v_obj = handle.cast();
+        // SAFETY: forwarded.
+        let (handle, device) = unsafe { import_exchange(api, x, obj, pos) }?;
+        self.keep(handle, slot);
         if self.allocator.is_none() && x.managed_tensor_allocator.is_some() {
             let mut prev: RFFIDLPackManagedTensorAllocator = None;
             // SAFETY: the producer's allocator has the DLPack allocator signature and lives for
@@ -199,6 +223,7 @@ impl Imports {
         if dt == kDLCPU || dt == kDLCUDAHost || seen {
             return Ok(());
         }
+        let stream_of = x.current_work_stream.expect("checked by probe");
         let mut stream: *mut c_void = std::ptr::null_mut();
         // SAFETY: GIL held; the producer's own query for a device it reported.
         if unsafe { stream_of(dt, id, &mut stream) } != 0 {
@@ -213,6 +238,29 @@ impl Imports {
         self.streams[self.n_streams] = (dt, id, prev);
         self.n_streams += 1;
         Ok(())
+    }
+
+    /// Imports `obj` (of type `t`) through its own `__dlpack__` into `slot` (see
+    /// [`import_dlpack`]). `Ok(false)`: leave this call to the Python path.
+    ///
+    /// # Safety
+    /// GIL held; `obj` live, `t` its type.
+    pub(super) unsafe fn import_dlpack(
+        &mut self,
+        api: &Api,
+        h: &Hooks,
+        obj: PyObj,
+        t: PyObj,
+        slot: &mut RFFIAny,
+    ) -> Result<bool, ImportError> {
+        // SAFETY: forwarded.
+        Ok(match unsafe { import_dlpack(api, h, obj, t) }? {
+            Some(handle) => {
+                self.keep(handle, slot);
+                true
+            }
+            None => false,
+        })
     }
 
     /// Restores the streams and the allocator, and releases the imported tensors.
@@ -240,6 +288,148 @@ impl Imports {
 impl Drop for Imports {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+/// Exports `obj` through `x` and imports it: an owned Tensor, and its device.
+///
+/// # Safety
+/// GIL held; `obj` live, of the type `x` was found on.
+unsafe fn import_exchange(
+    api: &Api,
+    x: &DLPackExchangeAPI,
+    obj: PyObj,
+    pos: usize,
+) -> Result<(RFFIObjectHandle, DLDevice), ImportError> {
+    let export = x
+        .managed_tensor_from_py_object_no_sync
+        .expect("checked by probe");
+    let mut managed: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+    // SAFETY: GIL held; `obj` is of the type the API came from (the API's contract).
+    if unsafe { export(obj, &mut managed) } != 0 || managed.is_null() {
+        // SAFETY: GIL held.
+        return Err(unsafe { producer_failed(api, pos, "exporting it") });
+    }
+    // SAFETY: the producer returned an owning, initialised managed tensor.
+    let device = unsafe { (*managed).dl_tensor.device };
+    let mut handle: RFFIObjectHandle = std::ptr::null_mut();
+    // SAFETY: ownership of `managed` passes to the runtime (which releases it on failure).
+    if unsafe { capi::tensor::RFFITensorFromDLPackVersioned(managed, 0, 0, &mut handle) } != 0 {
+        return Err(ImportError::Runtime);
+    }
+    Ok((handle, device))
+}
+
+/// Imports `obj` (of type `t`) through `obj.__dlpack__(max_version=(1, 1))` as an owned Tensor.
+/// `Ok(None)`: leave it to the Python path (a device tensor, an unknown capsule, or a failed
+/// export; no error is left set).
+///
+/// # Safety
+/// GIL held; `obj` live, `t` its type.
+unsafe fn import_dlpack(
+    api: &Api,
+    h: &Hooks,
+    obj: PyObj,
+    t: PyObj,
+) -> Result<Option<RFFIObjectHandle>, ImportError> {
+    if not_host(t) {
+        return Ok(None);
+    }
+    // SAFETY: GIL held; new references, each released below.
+    let capsule = unsafe {
+        let method = (api.PyObject_GetAttr)(obj, h.dlpack_name);
+        if method.is_null() {
+            (api.PyErr_Clear)();
+            return Ok(None);
+        }
+        let c = (api.PyObject_Call)(method, h.empty_tuple, h.dlpack_kwargs);
+        (api.Py_DecRef)(method);
+        if c.is_null() {
+            (api.PyErr_Clear)(); // the Python path repeats the export and raises
+            return Ok(None);
+        }
+        c
+    };
+    // SAFETY: GIL held; `capsule` is a new reference. A capsule of either name holds the managed
+    // tensor of that DLPack form (DLPack's rule); renaming it "used" hands the tensor to the
+    // runtime, which releases it even when the import fails.
+    unsafe {
+        let versioned = (api.PyCapsule_IsValid)(capsule, VERSIONED.as_ptr()) != 0;
+        let legacy = !versioned && (api.PyCapsule_IsValid)(capsule, LEGACY.as_ptr()) != 0;
+        let managed = if versioned {
+            (api.PyCapsule_GetPointer)(capsule, VERSIONED.as_ptr())
+        } else if legacy {
+            (api.PyCapsule_GetPointer)(capsule, LEGACY.as_ptr())
+        } else {
+            std::ptr::null_mut()
+        };
+        let device_type = if versioned {
+            managed
+                .cast::<DLManagedTensorVersioned>()
+                .as_ref()
+                .map(|m| m.dl_tensor.device)
+        } else {
+            managed
+                .cast::<DLManagedTensor>()
+                .as_ref()
+                .map(|m| m.dl_tensor.device)
+        }
+        .map(|d| d.device_type);
+        if device_type != Some(kDLCPU) {
+            if device_type.is_some() {
+                remember_not_host(api, t);
+            }
+            // Unconsumed: the capsule's destructor releases the tensor.
+            (api.Py_DecRef)(capsule);
+            return Ok(None);
+        }
+        let used = if versioned {
+            USED_VERSIONED
+        } else {
+            USED_LEGACY
+        };
+        (api.PyCapsule_SetName)(capsule, used.as_ptr());
+        (api.Py_DecRef)(capsule);
+        let mut handle: RFFIObjectHandle = std::ptr::null_mut();
+        let rc = if versioned {
+            capi::tensor::RFFITensorFromDLPackVersioned(managed.cast(), 0, 0, &mut handle)
+        } else {
+            capi::tensor::RFFITensorFromDLPack(managed.cast(), 0, 0, &mut handle)
+        };
+        if rc != 0 {
+            return Err(ImportError::Runtime);
+        }
+        Ok(Some(handle))
+    }
+}
+
+/// `rffi.from_dlpack(obj)` without Python code in between, for the producers the call path
+/// imports natively: a new Tensor handle, 0 when `obj` is left to the Python code (no error
+/// set), or -1 with an rffi Error raised on this thread. A Python error a producer sets is left
+/// set (ctypes raises it).
+///
+/// # Safety
+/// GIL held; `obj` a live object.
+pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
+    // SAFETY: GIL held; `obj` live.
+    let r = unsafe {
+        let t = api.type_of(obj);
+        if let Some(x) = api_of(api, h, t) {
+            import_exchange(api, x, obj, 0).map(|(handle, _)| Some(handle))
+        } else {
+            let setter = (api.PyDict_GetItem)(h.setters, t);
+            if !setter.is_null() && setter == h.dlpack_setter() {
+                import_dlpack(api, h, obj, t)
+            } else {
+                Ok(None)
+            }
+        }
+    };
+    match r {
+        Ok(Some(handle)) => handle as i64,
+        Ok(None) => 0,
+        Err(ImportError::Runtime) => -1,
+        Err(ImportError::Python) => 0,
     }
 }
 

@@ -1,4 +1,5 @@
-"""Tensor arguments of types that publish the DLPack C exchange API (`__dlpack_c_exchange_api__`).
+"""Tensor arguments: DLPack producers passed directly, with and without the DLPack C exchange
+API (`__dlpack_c_exchange_api__`).
 
 The native call path imports them with the producer's C entry points instead of `__dlpack__`,
 and makes the producer's current stream rffi's for the call; both call paths install the
@@ -213,3 +214,90 @@ def test_the_producers_allocator_makes_tensors_during_the_call(testing):
     outside = testing.tensor_empty(shape, rffi.dtype("float32"), rffi.device("cpu"))
     assert len(Stats.allocations) == before + 1
     assert outside.data_ptr() != array.ctypes.data
+
+
+# ---- Producers without the exchange API (numpy): `__dlpack__` called natively (fast path) ----
+
+
+class Producer:
+    """Forwards `__dlpack__` to a numpy array and records who called it and how."""
+
+    def __init__(self, array, device=None, error=None, legacy=False):
+        self.array, self.device, self.error, self.legacy = array, device, error, legacy
+        self.calls = []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append((sys._getframe(1).f_code.co_name, kwargs))
+        if self.error is not None:
+            raise self.error
+        if self.legacy:
+            return self.array.__dlpack__()
+        capsule = self.array.__dlpack__(**kwargs)
+        if self.device is not None:
+            managed = _GetPointer(capsule, _VERSIONED)
+            ctypes.c_int32.from_address(managed + 40).value = self.device[0]
+            ctypes.c_int32.from_address(managed + 44).value = self.device[1]
+        return capsule
+
+    def __dlpack_device__(self):
+        return self.device or self.array.__dlpack_device__()
+
+
+def test_host_producers_are_exported_without_python_code_in_between(testing):
+    a = np.arange(5, dtype=np.float64)
+    p = Producer(a)
+    base = sys.getrefcount(a)
+    for _ in range(3):
+        t = testing.echo(p)
+        assert t.data_ptr() == a.ctypes.data and t.shape == (5,)
+    del t
+    gc.collect()
+    assert sys.getrefcount(a) == base
+    callers = [caller for caller, _ in p.calls]
+    # The first call learns the type's rule on the Python path, which calls `__dlpack__` from
+    # rffi.from_dlpack; then the fast path calls it straight from this frame. Both ask for 1.1.
+    here = sys._getframe().f_code.co_name
+    assert callers == ["from_dlpack"] + [here if _core.FASTPATH else "from_dlpack"] * 2
+    assert all(kw == {"max_version": (1, 1)} for _, kw in p.calls)
+
+
+def test_legacy_capsules_are_imported(testing):
+    a = np.arange(4, dtype=np.int32)
+    t = testing.echo(Producer(a, legacy=True))
+    assert t.data_ptr() == a.ctypes.data and t.dtype == rffi.dtype("int32")
+
+
+def test_device_producers_take_the_python_path(testing):
+    p = Producer(np.zeros(3, dtype=np.float32), device=(2, 0))
+    for _ in range(2):
+        t = testing.echo(p)
+        assert t.device == rffi.device("cuda", 0)
+    # The native export of a device tensor is dropped unconsumed and not tried again.
+    callers = [caller for caller, _ in p.calls]
+    assert callers.count("from_dlpack") == 2
+    assert len(callers) == (3 if _core.FASTPATH else 2)
+
+
+def test_producer_errors_are_the_python_paths(testing):
+    p = Producer(np.zeros(2), error=BufferError("cannot export this one"))
+    with pytest.raises(BufferError, match="cannot export this one"):
+        testing.nop(p)
+    with pytest.raises(BufferError, match="cannot export this one"):
+        testing.nop(1, p)
+
+
+def test_from_dlpack_of_producers_with_and_without_python(testing):
+    a = np.arange(6, dtype=np.float32)
+    host = Producer(a)
+    base = sys.getrefcount(a)
+    device = Producer(np.zeros(2, dtype=np.float32), device=(2, 0))
+    for _ in range(3):
+        assert rffi.from_dlpack(host).data_ptr() == a.ctypes.data
+        assert rffi.from_dlpack(device).device == rffi.device("cuda", 0)
+    gc.collect()
+    assert sys.getrefcount(a) == base
+    assert all(kw == {"max_version": (1, 1)} for _, kw in host.calls + device.calls)
+    failing = Producer(a, error=BufferError("not now"))
+    for _ in range(2):
+        with pytest.raises(BufferError, match="not now"):
+            rffi.from_dlpack(failing)
