@@ -712,6 +712,47 @@ def _fast_decode(w: int, p: int):
     return _decode_pod(ti, w >> 32, p)
 
 
+_memmove = ctypes.memmove
+_pack_any = struct.Struct("<qq").pack
+_pack_float_any = struct.Struct("<qd").pack
+
+
+def _write_owned(value, result_ptr: int) -> None:
+    """Stores ``value`` as an owned rffi value at ``result_ptr`` (a callback's result slot)."""
+    t = type(value)
+    if t is int and _I64_MIN <= value <= _I64_MAX:  # plain values: one copy, no conversion call
+        _memmove(result_ptr, _pack_any(1, value), 16)
+        return
+    if t is float:
+        _memmove(result_ptr, _pack_float_any(3, value), 16)
+        return
+    fr = _scratch()
+    try:
+        keep = (_SETTERS.get(type(value)) or _resolve_setter(type(value)))(value, fr, 4)
+        if _ToOwned(fr[3] + 32, result_ptr) != 0:
+            raise take_raised_exception()
+        if keep is not None:
+            _release_temps((keep,))
+    finally:
+        _SCRATCH.append(fr)
+
+
+def _decode_arg(w: int, p: int):
+    """A callback's borrowed argument, given as (type word, payload), as a Python value."""
+    return _decode_view(_pack_any(w, p), 0)
+
+
+def _callback_failed(exc: BaseException) -> None:
+    """Raises a callback's exception in the runtime as an Error (native callback path)."""
+    try:
+        set_raised_from_python(exc)
+    except BaseException:  # pragma: no cover - conversion of the exception itself failed
+        _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
+
+
+# Functions made from Python callables, natively (RFFIPyFastFunctionFromCallable): no ctypes
+# callback thunk per call. None on the ctypes path.
+_NATIVE_CALLBACK = None
 FASTPATH = _pyfast.ENABLED
 FASTPATH_REASON = _pyfast.REASON
 if FASTPATH:
@@ -725,7 +766,9 @@ if FASTPATH:
             _set_object,
             Object,
             _DLPACK_SETTER,
+            (_decode_arg, _write_owned, _callback_failed),
         )
+        _NATIVE_CALLBACK = _pyfast.function_from_callable()
         Function.__doc__ = _CtypesFunction.__doc__
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
@@ -792,38 +835,19 @@ def function_from_callable(f) -> Function:
     """A runtime Function that calls the Python callable ``f``."""
     if isinstance(f, Function):
         return f
+    name = getattr(f, "__qualname__", None) or repr(f)
+    if _NATIVE_CALLBACK is not None:
+        h = _NATIVE_CALLBACK(f)
+        if not h:
+            raise take_raised_exception()
+        return _wrap_function(h, name)
     token = _next_token()
     _CALLBACKS[token] = f
     out = _c_void_p()
     if _lib.FunctionCreate(token, _TRAMPOLINE_ADDR, _DELETER_ADDR, _byref(out)) != 0:
         _CALLBACKS.pop(token, None)
         raise take_raised_exception()
-    return _wrap_function(out.value, getattr(f, "__qualname__", None) or repr(f))
-
-
-_memmove = ctypes.memmove
-_pack_any = struct.Struct("<qq").pack
-_pack_float_any = struct.Struct("<qd").pack
-
-
-def _write_owned(value, result_ptr: int) -> None:
-    """Stores ``value`` as an owned rffi value at ``result_ptr`` (a callback's result slot)."""
-    t = type(value)
-    if t is int and _I64_MIN <= value <= _I64_MAX:  # plain values: one copy, no conversion call
-        _memmove(result_ptr, _pack_any(1, value), 16)
-        return
-    if t is float:
-        _memmove(result_ptr, _pack_float_any(3, value), 16)
-        return
-    fr = _scratch()
-    try:
-        keep = (_SETTERS.get(type(value)) or _resolve_setter(type(value)))(value, fr, 4)
-        if _ToOwned(fr[3] + 32, result_ptr) != 0:
-            raise take_raised_exception()
-        if keep is not None:
-            _release_temps((keep,))
-    finally:
-        _SCRATCH.append(fr)
+    return _wrap_function(out.value, name)
 
 
 def convert(value):

@@ -94,7 +94,15 @@ def _slot_offsets(object_class: type) -> tuple:
 
 
 def make_function_type(
-    base: type, fallback, take_raised, decode, setters, set_object, object_class: type, dlpack_cell
+    base: type,
+    fallback,
+    take_raised,
+    decode,
+    setters,
+    set_object,
+    object_class: type,
+    dlpack_cell,
+    callback_hooks,
 ) -> type:
     """The Function class of the fast path: a subclass of ``base`` (the ctypes-path class, whose
     methods it inherits) called through vectorcall.
@@ -106,7 +114,10 @@ def make_function_type(
       pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots);
     * ``dlpack_cell``: a one-item list holding the setter of DLPack producers; host-memory
       producers mapped to it (numpy) are exported and imported natively, and types publishing
-      ``__dlpack_c_exchange_api__`` (torch) through that API.
+      ``__dlpack_c_exchange_api__`` (torch) through that API;
+    * ``callback_hooks``: ``(decode_arg, write_owned, callback_failed)`` for Functions made from
+      Python callables (``function_from_callable``): a borrowed argument ``(type_word, payload)``
+      as a Python value, a result stored at an address, an exception raised as the Error.
     """
     size = base.__basicsize__
     if size % 8:  # pragma: no cover - every CPython layout is pointer-aligned
@@ -116,4 +127,15 @@ def make_function_type(
     make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
     handle_slot, tidx_slot = _slot_offsets(object_class)
     hooks = (fallback, take_raised, decode, setters, set_object, object_class)
-    return make((base,), size, (*hooks, handle_slot, tidx_slot, dlpack_cell))
+    return make((base,), size, (*hooks, handle_slot, tidx_slot, dlpack_cell, *callback_hooks))
+
+
+def function_from_callable():
+    """``RFFIPyFastFunctionFromCallable`` (callable -> Function handle, 0 with an Error raised),
+    or None where the library lacks it."""
+    if _PYDLL is None or not hasattr(_PYDLL, "RFFIPyFastFunctionFromCallable"):
+        return None
+    fn = _PYDLL.RFFIPyFastFunctionFromCallable
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.py_object]
+    return fn

@@ -3,6 +3,8 @@
 import threading
 import time
 
+import pytest
+
 import rffi
 
 
@@ -90,3 +92,21 @@ def test_native_calls_run_in_parallel(test_plugin):
     for t in threads:
         t.join()
     assert time.perf_counter() - start < 0.6  # 4 x 200 ms, overlapped
+
+
+def test_python_callbacks_from_a_native_thread(test_plugin):
+    # The callback runs on a thread Python has never seen: it must take the GIL itself.
+    seen = []
+
+    def triple(x):
+        seen.append(threading.get_ident())
+        return x * 3
+
+    def fails(x):
+        raise ValueError(f"no {x}")
+
+    for _ in range(3):
+        assert test_plugin.call_in_thread(triple, 14) == 42
+        with pytest.raises(ValueError, match="no 7"):
+            test_plugin.call_in_thread(fails, 7)
+    assert len(seen) == 3 and threading.get_ident() not in seen

@@ -712,10 +712,11 @@ int32_t RFFIPyFastInit(const void *const *table, int32_t n, int64_t object_basic
  * (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
  * `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
  * `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
- * tidx_slot, dlpack_setter)` described in the package's `rffi/_pyfast.py` (`handle_slot` and
- * `tidx_slot`: byte offsets of the `_handle` and `_tidx` slots in an `Object` instance;
- * `dlpack_setter`: a one-item list holding the setter of DLPack producers). Instances expose
- * the members `_handle`, `_tidx` and `release_gil`.
+ * tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
+ * package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
+ * `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
+ * DLPack producers; the last three serve callback Functions). Instances expose the members
+ * `_handle`, `_tidx` and `release_gil`.
  * Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
  * `restype = ctypes.py_object`.
  *
@@ -735,6 +736,17 @@ void *RFFIPyFastMakeFunctionType(void *bases, int64_t base_basicsize, void *hook
  * `obj` must be a live Python object and the GIL must be held.
  */
 int64_t RFFIPyFastFromDLPack(void *obj);
+
+/**
+ * A runtime Function that calls the Python callable `callable` (holding a reference to it until
+ * the Function is released): returns the new Function handle, or 0 with an Error raised on
+ * this thread. Calls take the GIL themselves, from any thread. Call through `ctypes.PyDLL` (the
+ * GIL held) after `RFFIPyFastMakeFunctionType`.
+ *
+ * # Safety
+ * `callable` must be a live Python object and the GIL must be held.
+ */
+int64_t RFFIPyFastFunctionFromCallable(void *callable);
 
 /**
  * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the

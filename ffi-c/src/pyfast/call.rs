@@ -65,12 +65,12 @@ pub(super) unsafe fn make_function_type(
         return fail(c"rffi: implausible base __basicsize__");
     }
     // SAFETY: GIL held; a live tuple per the contract.
-    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 9 {
+    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 12 {
         // SAFETY: PyTuple_Size may have raised for a non-tuple; replace it with our message.
         unsafe { (api.PyErr_Clear)() };
-        return fail(c"rffi: hooks must be a 9-tuple");
+        return fail(c"rffi: hooks must be a 12-tuple");
     }
-    // SAFETY: GIL held; a 9-tuple (checked); borrowed items.
+    // SAFETY: GIL held; a 12-tuple (checked); borrowed items.
     let (handle_slot, tidx_slot) = unsafe {
         (
             (api.PyLong_AsLongLong)(tuple_get(api, hooks_tuple, 6)),
@@ -134,7 +134,7 @@ pub(super) unsafe fn make_function_type(
     if ty.is_null() {
         return ty;
     }
-    // SAFETY: GIL held; `hooks_tuple` is a 9-tuple (checked); items are borrowed then kept with
+    // SAFETY: GIL held; `hooks_tuple` is a 12-tuple (checked); items are borrowed then kept with
     // our own references, which stay for the life of the process.
     unsafe {
         let item = |k: isize| {
@@ -170,6 +170,9 @@ pub(super) unsafe fn make_function_type(
             set_object: item(4),
             object_type: item(5),
             dlpack_setter: item(8),
+            decode_arg: item(9),
+            write_owned: item(10),
+            callback_failed: item(11),
             handle_slot: handle_slot as usize,
             tidx_slot: tidx_slot as usize,
             handle_name,
@@ -524,6 +527,59 @@ unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
     std::ptr::null_mut()
 }
 
+/// A value of a plain kind (None, int, bool, float, short str) as a new Python reference (NULL
+/// with a Python error set when making it failed); None for other kinds.
+///
+/// # Safety
+/// GIL held.
+pub(super) unsafe fn plain_to_python(api: &Api, v: &RFFIAny) -> Option<PyObj> {
+    // SAFETY: GIL held; the payload is read per the type index.
+    unsafe {
+        Some(match v.type_index {
+            kRFFINone => api.none(),
+            kRFFIInt => (api.PyLong_FromLongLong)(v.v.v_int64),
+            kRFFIBool => (api.PyBool_FromLong)((v.v.v_int64 != 0) as _),
+            kRFFIFloat => (api.PyFloat_FromDouble)(v.v.v_float64),
+            kRFFISmallStr => {
+                let bytes = v.v.v_int64.to_le_bytes();
+                let n = (v.small_str_len as usize).min(7);
+                (api.PyUnicode_DecodeUTF8)(bytes.as_ptr().cast(), n as Py_ssize_t, std::ptr::null())
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// `f(x, y)`, stealing `x` and `y`: `Some` of the call's result (NULL when it raised), or `None`
+/// when `f` was not called (a NULL argument from a failed conversion, or no tuple: a Python
+/// error is set).
+///
+/// # Safety
+/// GIL held.
+pub(super) unsafe fn call2(api: &Api, f: PyObj, x: PyObj, y: PyObj) -> Option<PyObj> {
+    // SAFETY: GIL held; the tuple steals both references.
+    unsafe {
+        let tuple = if x.is_null() || y.is_null() {
+            std::ptr::null_mut()
+        } else {
+            (api.PyTuple_New)(2)
+        };
+        if tuple.is_null() {
+            for o in [x, y] {
+                if !o.is_null() {
+                    (api.Py_DecRef)(o);
+                }
+            }
+            return None;
+        }
+        (api.PyTuple_SetItem)(tuple, 0, x);
+        (api.PyTuple_SetItem)(tuple, 1, y);
+        let r = (api.PyObject_CallObject)(f, tuple);
+        (api.Py_DecRef)(tuple);
+        Some(r)
+    }
+}
+
 /// The result as a Python object (a new reference), taking over an object result.
 ///
 /// # Safety
@@ -531,16 +587,10 @@ unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
 unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
     // SAFETY: GIL held; the payload is read per the type index.
     unsafe {
+        if let Some(o) = plain_to_python(api, r) {
+            return o;
+        }
         match r.type_index {
-            kRFFINone => api.none(),
-            kRFFIInt => (api.PyLong_FromLongLong)(r.v.v_int64),
-            kRFFIBool => (api.PyBool_FromLong)((r.v.v_int64 != 0) as _),
-            kRFFIFloat => (api.PyFloat_FromDouble)(r.v.v_float64),
-            kRFFISmallStr => {
-                let bytes = r.v.v_int64.to_le_bytes();
-                let n = (r.small_str_len as usize).min(7);
-                (api.PyUnicode_DecodeUTF8)(bytes.as_ptr().cast(), n as Py_ssize_t, std::ptr::null())
-            }
             kRFFIStr => {
                 let obj = r.v.v_obj;
                 // A Str object: its cell (data, size) follows the 24-byte header.
@@ -557,27 +607,13 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                 let word = (r.type_index as u32 as i64) | ((r.small_str_len as i64) << 32);
                 let w = (api.PyLong_FromLongLong)(word);
                 let p = (api.PyLong_FromLongLong)(r.v.v_int64);
-                let tuple = if w.is_null() || p.is_null() {
-                    std::ptr::null_mut()
-                } else {
-                    (api.PyTuple_New)(2)
-                };
-                if tuple.is_null() {
-                    for o in [w, p] {
-                        if !o.is_null() {
-                            (api.Py_DecRef)(o);
-                        }
-                    }
+                call2(api, h.decode, w, p).unwrap_or_else(|| {
+                    // Not handed over: the object result is still ours to release.
                     if r.type_index >= kRFFIStaticObjectBegin {
                         capi::object::RFFIObjectDecRef(r.v.v_obj.cast());
                     }
-                    return std::ptr::null_mut();
-                }
-                (api.PyTuple_SetItem)(tuple, 0, w);
-                (api.PyTuple_SetItem)(tuple, 1, p);
-                let out = (api.PyObject_Call)(h.decode, tuple, std::ptr::null_mut());
-                (api.Py_DecRef)(tuple);
-                out
+                    std::ptr::null_mut()
+                })
             }
         }
     }

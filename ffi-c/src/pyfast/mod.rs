@@ -16,6 +16,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod call;
+mod callback;
 mod cpython;
 mod tensors;
 
@@ -42,6 +43,12 @@ pub(crate) struct Hooks {
     /// A one-item list holding the setter of DLPack producers (set when `rffi._tensor` loads):
     /// arguments whose type maps to it are imported through a native `__dlpack__` call.
     pub dlpack_setter: PyObj,
+    /// Callback Functions (`callback`): `decode_arg(type_word, payload)` makes a borrowed
+    /// argument a Python value, `write_owned(value, result_address)` stores a result,
+    /// `callback_failed(exc)` raises an exception as the thread's Error.
+    pub decode_arg: PyObj,
+    pub write_owned: PyObj,
+    pub callback_failed: PyObj,
     /// The package's Object class, and the byte offsets of its `_handle` and `_tidx` slots.
     pub object_type: PyObj,
     pub handle_slot: usize,
@@ -130,10 +137,11 @@ pub unsafe extern "C" fn RFFIPyFastInit(
 /// (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
 /// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
 /// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
-/// tidx_slot, dlpack_setter)` described in the package's `rffi/_pyfast.py` (`handle_slot` and
-/// `tidx_slot`: byte offsets of the `_handle` and `_tidx` slots in an `Object` instance;
-/// `dlpack_setter`: a one-item list holding the setter of DLPack producers). Instances expose
-/// the members `_handle`, `_tidx` and `release_gil`.
+/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
+/// package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
+/// `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
+/// DLPack producers; the last three serve callback Functions). Instances expose the members
+/// `_handle`, `_tidx` and `release_gil`.
 /// Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
@@ -186,6 +194,28 @@ pub unsafe extern "C" fn RFFIPyFastFromDLPack(obj: *mut c_void) -> i64 {
     // SAFETY: the same contract, forwarded.
     catch_unwind(AssertUnwindSafe(|| unsafe {
         tensors::from_dlpack(api, h, obj.cast())
+    }))
+    .unwrap_or(0)
+}
+
+/// A runtime Function that calls the Python callable `callable` (holding a reference to it until
+/// the Function is released): returns the new Function handle, or 0 with an Error raised on
+/// this thread. Calls take the GIL themselves, from any thread. Call through `ctypes.PyDLL` (the
+/// GIL held) after `RFFIPyFastMakeFunctionType`.
+///
+/// # Safety
+/// `callable` must be a live Python object and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIPyFastFunctionFromCallable(callable: *mut c_void) -> i64 {
+    let Some(api) = cpython::api() else {
+        return 0;
+    };
+    if callable.is_null() || hooks().is_none() {
+        return 0;
+    }
+    // SAFETY: the same contract, forwarded.
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        callback::function_from_callable(api, callable.cast()) as i64
     }))
     .unwrap_or(0)
 }

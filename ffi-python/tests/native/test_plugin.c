@@ -1,6 +1,8 @@
 /* A symbol-only plugin for the Python tests (no __rffi__init): functions found by name as
  * exported __rffi_<name> safe-call symbols. Built by conftest.py with the C compiler. */
-#define _POSIX_C_SOURCE 199309L
+#define _POSIX_C_SOURCE 200112L
+#include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include "rffi/c_api.h"
 
@@ -45,5 +47,39 @@ EXPORT int __rffi_nargs(void* self, const RFFIAny* args, int32_t n, RFFIAny* res
   (void)args;
   result->type_index = kRFFIInt;
   result->v.v_int64 = n;
+  return 0;
+}
+
+/* call_in_thread(f, x) = f(x), called on a new native thread (no Python thread state there). */
+struct job {
+  RFFIObjectHandle f;
+  RFFIAny arg, result;
+  int rc;
+  RFFIObjectHandle error;
+};
+
+static void* run_job(void* p) {
+  struct job* j = p;
+  j->rc = __rffi__host_api->function_call(j->f, &j->arg, 1, &j->result);
+  if (j->rc != 0) __rffi__host_api->error_move_from_raised(&j->error);
+  return NULL;
+}
+
+EXPORT int __rffi_call_in_thread(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  if (!__rffi__host_api) return fail("RuntimeError", "no host table");
+  if (n != 2 || args[0].type_index != kRFFIFunction) return fail("TypeError", "call_in_thread(f, x)");
+  struct job j;
+  memset(&j, 0, sizeof j);
+  j.f = (RFFIObjectHandle)args[0].v.v_obj;
+  j.arg = args[1];
+  pthread_t t;
+  if (pthread_create(&t, NULL, run_job, &j) != 0) return fail("RuntimeError", "pthread_create");
+  pthread_join(t, NULL);
+  if (j.rc != 0) {
+    __rffi__host_api->error_set_raised(j.error);
+    return -1;
+  }
+  *result = j.result;
   return 0;
 }
