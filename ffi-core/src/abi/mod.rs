@@ -7,8 +7,10 @@
 
 mod dlpack;
 mod plugin;
+mod tensor;
 pub use dlpack::*;
 pub use plugin::*;
+pub use tensor::*;
 
 use core::ffi::{c_char, c_void};
 use core::mem::{offset_of, size_of};

@@ -1,8 +1,8 @@
 //! The plugin handshake: the symbols a plugin exports and the table of runtime entry points the
 //! loader hands it.
 
+use super::RFFIDLPackManagedTensorAllocator;
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
-use crate::tensor::RFFIDLPackManagedTensorAllocator;
 use core::ffi::{c_char, c_void};
 
 /// Plugin symbol: `RFFIVersion __rffi__version`, the ABI the plugin was built for. The loader

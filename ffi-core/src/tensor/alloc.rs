@@ -6,9 +6,9 @@
 //! setting follows tvm-ffi: a thread-local allocator, falling back to a process-wide one that
 //! `write_to_global` sets.
 
-use super::abi::RFFIDLPackManagedTensorAllocator;
 use super::dlpack::{check_dltensor, import_versioned};
 use super::{checked_numel, is_contiguous_parts, Owner, Tensor, TensorParts};
+use crate::abi::RFFIDLPackManagedTensorAllocator;
 use crate::abi::*;
 use crate::error::{kind, Error, Result};
 use crate::{DataType, Device};
@@ -156,7 +156,7 @@ fn with_hook(
         *mut DLTensor,
         *mut *mut DLManagedTensorVersioned,
         *mut c_void,
-        super::abi::RFFIDLPackSetError,
+        crate::abi::RFFIDLPackSetError,
     ) -> i32,
     shape: &[i64],
     strides: Option<&[i64]>,

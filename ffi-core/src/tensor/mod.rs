@@ -16,14 +16,14 @@
 //! data belongs to the caller and is valid only during the call; a callee that keeps the tensor
 //! after returning (returns it, stores it) must copy the data instead.
 
-mod abi;
 pub(crate) mod alloc;
 mod cache;
 pub(crate) mod dlpack;
 mod testing;
 mod view;
 
-pub use abi::{RFFIDLPackManagedTensorAllocator, RFFIDLPackSetError, RFFITensorObject};
+// The C layouts live with the rest of the ABI; re-exported here where tensor code looks for them.
+pub use crate::abi::{RFFIDLPackManagedTensorAllocator, RFFIDLPackSetError, RFFITensorObject};
 pub use alloc::{env_allocator, set_env_allocator, RFFI_CPU_TENSOR_ALIGNMENT};
 
 use crate::abi::*;

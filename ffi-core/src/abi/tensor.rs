@@ -1,8 +1,7 @@
 //! C-layout items of the tensor API: the Tensor object as C sees it and the environment
-//! allocator's function-pointer types. No logic here (like `crate::abi`).
-#![allow(non_camel_case_types)]
+//! allocator's function-pointer types.
 
-use crate::abi::{DLManagedTensorVersioned, DLTensor, RFFIObject};
+use super::{DLManagedTensorVersioned, DLTensor, RFFIObject};
 use core::ffi::{c_char, c_void};
 
 /// A Tensor object (type index `kRFFITensor`) as foreign code reads it: the object header, then
