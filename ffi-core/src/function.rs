@@ -156,16 +156,33 @@ fn describe_call_error(e: CallError, name: &str) -> Error {
 /// # Safety
 /// `handle` is a function object made by `from_safe_call`; `args`/`result` follow the calling
 /// convention.
-unsafe extern "C" fn c_call(
+pub(crate) unsafe extern "C" fn c_call(
     handle: *mut c_void,
     args: *const RFFIAny,
     num_args: i32,
     result: *mut RFFIAny,
 ) -> i32 {
-    // SAFETY: forwarded contract; the body is a repr(C) CFunction.
-    let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<CFunction>() };
+    // SAFETY: forwarded contract.
+    let (call, context) = unsafe { c_target(handle) };
     // SAFETY: the creator promised `call` follows the calling convention with its context.
-    unsafe { (this.call)(this.context, args, num_args, result) }
+    unsafe { call(context, args, num_args, result) }
+}
+
+/// The creator's entry point and context of a function made by `from_safe_call` (whose cell's
+/// `safe_call` is `c_call`): what `RFFIFunctionCall` jumps to directly, saving `c_call`'s jump.
+///
+/// # Safety
+/// `handle` is a live function object made by `from_safe_call`.
+#[inline(always)]
+pub(crate) unsafe fn c_target(
+    handle: *mut c_void,
+) -> (
+    unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
+    *mut c_void,
+) {
+    // SAFETY: the body is a repr(C) CFunction (contract).
+    let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<CFunction>() };
+    (this.call, this.context)
 }
 
 fn new_head<T>(

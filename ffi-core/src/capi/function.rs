@@ -86,6 +86,8 @@ fn reject_call(
     -1
 }
 
+type SafeCallFn = unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32;
+
 /// See `RFFIFunctionCall` in the C header (`include/rffi/c_api.h`).
 ///
 /// # Safety
@@ -106,6 +108,13 @@ pub unsafe extern "C" fn RFFIFunctionCall(
     if !obj.is_null() && !result.is_null() && args_ok && is_function() {
         // SAFETY: a live Function: its cell is at offset 24.
         if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
+            if std::ptr::fn_addr_eq(call, crate::function::c_call as SafeCallFn) {
+                // A C callback of this runtime: straight to the creator's entry point.
+                // SAFETY: `c_call` is only ever the entry of `from_safe_call` functions.
+                let (target, context) = unsafe { crate::function::c_target(func) };
+                // SAFETY: checked arguments; the creator's calling convention.
+                return unsafe { target(context, args, num_args, result) };
+            }
             // SAFETY: checked arguments; the function object itself is the handle.
             return unsafe { call(func, args, num_args, result) };
         }
