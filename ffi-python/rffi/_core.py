@@ -768,7 +768,7 @@ if FASTPATH:
             _DLPACK_SETTER,
             (_decode_arg, _write_owned, _callback_failed),
         )
-        _NATIVE_CALLBACK = _pyfast.function_from_callable()
+        _NATIVE_CALLBACK = _pyfast.object_entry("RFFIPyFastFunctionFromCallable")
         Function.__doc__ = _CtypesFunction.__doc__
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"

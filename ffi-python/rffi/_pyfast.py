@@ -130,12 +130,13 @@ def make_function_type(
     return make((base,), size, (*hooks, handle_slot, tidx_slot, dlpack_cell, *callback_hooks))
 
 
-def function_from_callable():
-    """``RFFIPyFastFunctionFromCallable`` (callable -> Function handle, 0 with an Error raised),
-    or None where the library lacks it."""
-    if _PYDLL is None or not hasattr(_PYDLL, "RFFIPyFastFunctionFromCallable"):
+def object_entry(name: str):
+    """The library's fast-path entry ``name`` taking one Python object and returning an int64
+    (``RFFIPyFastFromDLPack``, ``RFFIPyFastFunctionFromCallable``), called with the GIL held; None
+    where the fast path is off or the library lacks it."""
+    if _PYDLL is None or not hasattr(_PYDLL, name):
         return None
-    fn = _PYDLL.RFFIPyFastFunctionFromCallable
+    fn = getattr(_PYDLL, name)
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.py_object]
     return fn

@@ -11,7 +11,7 @@ import ctypes
 import struct
 import sys
 
-from . import _core, _lib
+from . import _core, _lib, _pyfast
 from ._dtype import DataType, Device
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, wrap_new
@@ -179,21 +179,8 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         _OUT_POOL.append(slot)
 
 
-def _native_from_dlpack():
-    """The fast path's import of producers it handles natively (``RFFIPyFastFromDLPack``), or
-    None on the ctypes path."""
-    from . import _pyfast
-
-    lib = _pyfast._PYDLL
-    if not _core.FASTPATH or lib is None or not hasattr(lib, "RFFIPyFastFromDLPack"):
-        return None
-    fn = lib.RFFIPyFastFromDLPack
-    fn.restype = ctypes.c_int64
-    fn.argtypes = [ctypes.py_object]
-    return fn
-
-
-_NATIVE_FROM_DLPACK = _native_from_dlpack()
+# The fast path's import of the producers it handles natively; None on the ctypes path.
+_NATIVE_FROM_DLPACK = _pyfast.object_entry("RFFIPyFastFromDLPack") if _core.FASTPATH else None
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:

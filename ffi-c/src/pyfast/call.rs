@@ -365,7 +365,7 @@ unsafe fn pack(
                 let done = unsafe {
                     if let Some(x) = tensors::api_of(api, h, t) {
                         imports.import(api, x, a, k, slot).map(|()| true)
-                    } else if !setter.is_null() && setter == h.dlpack_setter() {
+                    } else if !setter.is_null() && setter == h.dlpack_setter(api) {
                         imports.import_dlpack(api, h, a, t, slot)
                     } else {
                         Ok(false)

@@ -76,10 +76,7 @@ impl Hooks {
     ///
     /// # Safety
     /// GIL held.
-    pub(crate) unsafe fn dlpack_setter(&self) -> PyObj {
-        let Some(api) = cpython::api() else {
-            return std::ptr::null_mut();
-        };
+    pub(crate) unsafe fn dlpack_setter(&self, api: &Api) -> PyObj {
         // SAFETY: GIL held; `dlpack_setter` is the package's one-item list.
         let s = unsafe { (api.PyList_GetItem)(self.dlpack_setter, 0) };
         if s.is_null() {
@@ -207,17 +204,27 @@ pub unsafe extern "C" fn RFFIPyFastFromDLPack(obj: *mut c_void) -> i64 {
 /// `callable` must be a live Python object and the GIL must be held.
 #[no_mangle]
 pub unsafe extern "C" fn RFFIPyFastFunctionFromCallable(callable: *mut c_void) -> i64 {
+    let refuse = || {
+        // SAFETY: static NUL-terminated strings.
+        unsafe {
+            rffi_core::capi::error::RFFIErrorSetRaisedFromCStr(
+                c"RuntimeError".as_ptr(),
+                c"rffi: the Python fast path cannot make a callback Function".as_ptr(),
+            )
+        };
+        0
+    };
     let Some(api) = cpython::api() else {
-        return 0;
+        return refuse();
     };
     if callable.is_null() || hooks().is_none() {
-        return 0;
+        return refuse();
     }
-    // SAFETY: the same contract, forwarded.
+    // SAFETY: the same contract, forwarded. NULL (0) only when creation raised an Error.
     catch_unwind(AssertUnwindSafe(|| unsafe {
         callback::function_from_callable(api, callable.cast()) as i64
     }))
-    .unwrap_or(0)
+    .unwrap_or_else(|_| refuse())
 }
 
 pub(crate) fn publish_hooks(h: Hooks) {

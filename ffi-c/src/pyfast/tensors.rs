@@ -10,8 +10,7 @@
 //! undoes all three after the call: the same rules as the Python path (`rffi/_tensor.py`).
 //!
 //! The API is looked up on the argument's exact type once and remembered (a type that gains the
-//! attribute later keeps the Python path); the types remembered are kept alive, so an address is
-//! never reused by another type while it is in the table.
+//! attribute later keeps the Python path).
 //!
 //! Other DLPack producers (the types the package's rules send to its DLPack setter) are called
 //! as the Python path calls them, `obj.__dlpack__(max_version=(1, 1))`, but from here: the
@@ -46,35 +45,64 @@ const _: () = assert!(core::mem::size_of::<DLPackExchangeAPI>() == 56);
 /// The capsule name the DLPack specification gives the API object.
 const CAPSULE_NAME: &std::ffi::CStr = c"dlpack_exchange_api";
 
-/// Types probed so far, as (type, API address or 0 for "none"): filled under the GIL, read
-/// without a lock (entries are written before `LEN` publishes them and never change).
-const CACHE_SLOTS: usize = 32;
-static TYPES: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
-static APIS: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
-static LEN: AtomicUsize = AtomicUsize::new(0);
+/// A small append-only table from type objects to a word, filled under the GIL and read without
+/// a lock (an entry is written before `len` publishes it and never changes). The types in it are
+/// kept alive, so an address is never reused by another type while it is in the table; once
+/// full, nothing more is remembered (callers then redo their work).
+struct TypeTable {
+    types: [AtomicUsize; TYPE_SLOTS],
+    values: [AtomicUsize; TYPE_SLOTS],
+    len: AtomicUsize,
+}
+
+const TYPE_SLOTS: usize = 32;
+
+impl TypeTable {
+    const fn new() -> TypeTable {
+        TypeTable {
+            types: [const { AtomicUsize::new(0) }; TYPE_SLOTS],
+            values: [const { AtomicUsize::new(0) }; TYPE_SLOTS],
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn get(&self, t: PyObj) -> Option<usize> {
+        let len = self.len.load(Ordering::Acquire);
+        (0..len)
+            .find(|&k| self.types[k].load(Ordering::Relaxed) == t as usize)
+            .map(|k| self.values[k].load(Ordering::Relaxed))
+    }
+
+    /// # Safety
+    /// GIL held; `t` a live type object not in the table.
+    unsafe fn remember(&self, api: &Api, t: PyObj, value: usize) {
+        let len = self.len.load(Ordering::Acquire);
+        if len < TYPE_SLOTS {
+            // SAFETY: GIL held; the reference keeps the type (and its address) alive.
+            unsafe { (api.Py_IncRef)(t) };
+            self.types[len].store(t as usize, Ordering::Relaxed);
+            self.values[len].store(value, Ordering::Relaxed);
+            self.len.store(len + 1, Ordering::Release);
+        }
+    }
+}
+
+/// Types probed for an exchange API: the API's address, or 0 for none.
+static EXCHANGE_APIS: TypeTable = TypeTable::new();
 
 /// The exchange API of arguments of exact type `t`, if it publishes a usable one.
 ///
 /// # Safety
 /// GIL held; `t` a live type object.
 pub(super) unsafe fn api_of(api: &Api, h: &Hooks, t: PyObj) -> Option<&'static DLPackExchangeAPI> {
-    let len = LEN.load(Ordering::Acquire);
-    let found = (0..len).find(|&k| TYPES[k].load(Ordering::Relaxed) == t as usize);
-    let address = match found {
-        Some(k) => APIS[k].load(Ordering::Relaxed),
-        None => {
-            // SAFETY: forwarded.
-            let address = unsafe { probe(api, h, t) };
-            if len < CACHE_SLOTS {
-                // SAFETY: GIL held; the reference keeps the type (and its address) alive.
-                unsafe { (api.Py_IncRef)(t) };
-                TYPES[len].store(t as usize, Ordering::Relaxed);
-                APIS[len].store(address, Ordering::Relaxed);
-                LEN.store(len + 1, Ordering::Release);
-            }
+    let address = EXCHANGE_APIS.get(t).unwrap_or_else(|| {
+        // SAFETY: forwarded.
+        unsafe {
+            let address = probe(api, h, t);
+            EXCHANGE_APIS.remember(api, t, address);
             address
         }
-    };
+    });
     // SAFETY: a non-zero address was checked by `probe` to be an API table of major version 1,
     // which the producer keeps for the life of the process (DLPack's rule).
     unsafe { (address as *const DLPackExchangeAPI).as_ref() }
@@ -118,28 +146,8 @@ unsafe fn probe(api: &Api, h: &Hooks, t: PyObj) -> usize {
 }
 
 /// Types whose `__dlpack__` gave a device tensor: the native `__dlpack__` call is not tried again
-/// for them (kept alive as in the API table).
-static NOT_HOST: [AtomicUsize; CACHE_SLOTS] = [const { AtomicUsize::new(0) }; CACHE_SLOTS];
-static NOT_HOST_LEN: AtomicUsize = AtomicUsize::new(0);
-
-fn not_host(t: PyObj) -> bool {
-    let len = NOT_HOST_LEN.load(Ordering::Acquire);
-    NOT_HOST[..len]
-        .iter()
-        .any(|s| s.load(Ordering::Relaxed) == t as usize)
-}
-
-/// # Safety
-/// GIL held; `t` a live type object.
-unsafe fn remember_not_host(api: &Api, t: PyObj) {
-    let len = NOT_HOST_LEN.load(Ordering::Acquire);
-    if len < CACHE_SLOTS {
-        // SAFETY: GIL held; the reference keeps the type's address from being reused.
-        unsafe { (api.Py_IncRef)(t) };
-        NOT_HOST[len].store(t as usize, Ordering::Relaxed);
-        NOT_HOST_LEN.store(len + 1, Ordering::Release);
-    }
-}
+/// for them.
+static NOT_HOST: TypeTable = TypeTable::new();
 
 const VERSIONED: &std::ffi::CStr = c"dltensor_versioned";
 const USED_VERSIONED: &std::ffi::CStr = c"used_dltensor_versioned";
@@ -332,7 +340,7 @@ unsafe fn import_dlpack(
     obj: PyObj,
     t: PyObj,
 ) -> Result<Option<RFFIObjectHandle>, ImportError> {
-    if not_host(t) {
+    if NOT_HOST.get(t).is_some() {
         return Ok(None);
     }
     // SAFETY: GIL held; new references, each released below.
@@ -377,7 +385,7 @@ unsafe fn import_dlpack(
         .map(|d| d.device_type);
         if device_type != Some(kDLCPU) {
             if device_type.is_some() {
-                remember_not_host(api, t);
+                NOT_HOST.remember(api, t, 1);
             }
             // Unconsumed: the capsule's destructor releases the tensor.
             (api.Py_DecRef)(capsule);
@@ -418,7 +426,7 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
             import_exchange(api, x, obj, 0).map(|(handle, _)| Some(handle))
         } else {
             let setter = (api.PyDict_GetItem)(h.setters, t);
-            if !setter.is_null() && setter == h.dlpack_setter() {
+            if !setter.is_null() && setter == h.dlpack_setter(api) {
                 import_dlpack(api, h, obj, t)
             } else {
                 Ok(None)

@@ -218,12 +218,12 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let mut vec: i32 =
         (sx == 1 && so == 1 && aligned16(x) && aligned16(o) && lead_ok(x) && lead_ok(o)) as i32;
     let blocks = rows.clamp(1, i32::MAX as i64) as u32;
+    let vars = [("cols", len), ("rows", rows), ("itemsize", dt.size as i64)];
     // Rows of whole packs that fit in registers: the one-read kernel, with the tuned number of
     // 16-byte packs per thread (`packs`, default 4), or the fewest that fit in 1024 threads.
     let nv = (len / v) as u64;
     let most = SOFTMAX_PACKS[SOFTMAX_PACKS.len() - 1].0 as u64;
     if vec != 0 && len % v == 0 && nv <= most * 1024 {
-        let vars = [("cols", len), ("rows", rows), ("itemsize", dt.size as i64)];
         let wanted = call.tune.param("softmax", "packs", &vars, 4)?.max(1) as u64;
         let &(packs, suffix) = SOFTMAX_PACKS
             .iter()
@@ -244,12 +244,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
         return unsafe { launch(f, blocks, threads, stream(call), &mut args) };
     }
     let f = function(call.device, call.dtype, "softmax_rows", "")?;
-    let (threads, _) = launch_shape(
-        call,
-        "softmax",
-        &[("cols", len), ("rows", rows), ("itemsize", dt.size as i64)],
-        len as u64,
-    )?;
+    let (threads, _) = launch_shape(call, "softmax", &vars, len as u64)?;
     let (mut px, mut po) = (ptr(x), ptr(o));
     let mut args = [
         arg(&mut px),
