@@ -63,6 +63,11 @@ fn add(reg: &Registry) -> rffi_core::Result<f32> {
     Ok(out.try_as::<Tensor>()?.to_vec::<f32>()?[0])
 }
 
+/// Asserts that `e`'s message contains `text`, showing the message when it does not.
+fn assert_mentions(e: &rffi_core::Error, text: &str) {
+    assert!(e.message().contains(text), "{}", e.message());
+}
+
 fn views(args: &[Any]) -> Vec<AnyView<'_>> {
     args.iter().map(Any::view).collect()
 }
@@ -106,11 +111,9 @@ fn selection_order_probe_then_env_then_api_then_scope() {
 
     let e = reg.set_backend(Some("tpu")).unwrap_err();
     assert_eq!(e.kind(), "ValueError");
-    assert!(
-        e.message()
-            .contains("unknown kernels backend `tpu`; valid backends: fast, medium, cpu"),
-        "{}",
-        e.message()
+    assert_mentions(
+        &e,
+        "unknown kernels backend `tpu`; valid backends: fast, medium, cpu",
     );
     assert!(reg.scope().backend("tpu").is_err());
 }
@@ -121,11 +124,9 @@ fn unknown_backend_in_the_environment_is_an_error_listing_valid_names() {
     reg.register_backend(cpu_fallback()).unwrap();
     let e = add(&reg).unwrap_err();
     assert_eq!(e.kind(), "ValueError");
-    assert!(
-        e.message()
-            .contains("RFFI_KERNELS_BACKEND: unknown kernels backend `cuda`; valid backends: cpu"),
-        "{}",
-        e.message()
+    assert_mentions(
+        &e,
+        "RFFI_KERNELS_BACKEND: unknown kernels backend `cuda`; valid backends: cpu",
     );
     let d = reg.describe();
     assert!(d["selection"]["cpu"]["error"]
@@ -171,12 +172,9 @@ fn probes_run_once_at_first_use_and_failures_fall_through() {
     // Choosing the unavailable backend explicitly is an error with the probe's reason.
     reg.set_backend(Some("flaky")).unwrap();
     let e = add(&reg).unwrap_err();
-    assert!(
-        e.message().contains(
-            "kernels backend `flaky` (chosen by set_backend()) is unavailable: no device found"
-        ),
-        "{}",
-        e.message()
+    assert_mentions(
+        &e,
+        "kernels backend `flaky` (chosen by set_backend()) is unavailable: no device found",
     );
 }
 
@@ -267,11 +265,9 @@ fn a_typo_in_an_op_list_fails_every_call() {
     reg.register_backend(cpu_fallback()).unwrap();
     let e = add(&reg).unwrap_err();
     assert_eq!(e.kind(), "ValueError");
-    assert!(
-        e.message()
-            .contains("RFFI_KERNELS_DISABLE: unknown op `addd`; valid ops: add,"),
-        "{}",
-        e.message()
+    assert_mentions(
+        &e,
+        "RFFI_KERNELS_DISABLE: unknown op `addd`; valid ops: add,",
     );
     assert_eq!(reg.describe()["errors"][0].as_str().unwrap(), e.message());
 }
@@ -328,12 +324,7 @@ fn declared_unsupported_ops_are_enforced() {
     }))
     .unwrap();
     let e = add(&reg).unwrap_err();
-    assert!(
-        e.message()
-            .contains("only: does not support add: found no adder"),
-        "{}",
-        e.message()
-    );
+    assert_mentions(&e, "only: does not support add: found no adder");
     let ops = reg.list_ops();
     let add_info = ops
         .as_array()
@@ -490,16 +481,11 @@ fn arch_specific_implementations_outrank_generic_ones_under_the_device_guard() {
     // No fake-GPU implementation of exp, and the CPU backend does not serve CUDA memory.
     let a = fake_cuda(0, &[4], 0x1000);
     let e = reg.call(Op::Exp, &[Any::from(&a).view()]).unwrap_err();
-    assert!(
-        e.message()
-            .contains("fakegpu: no implementation of exp for cuda (sm_90)"),
-        "{}",
-        e.message()
-    );
+    assert_mentions(&e, "fakegpu: no implementation of exp for cuda (sm_90)");
     // Choosing the CPU backend leaves nothing for CUDA tensors, and says so.
     reg.set_backend(Some("cpu")).unwrap();
     let e = call(0, 4).unwrap_err();
-    assert!(e.message().contains("kernels backend `cpu` (chosen by set_backend()) does not serve cuda; backends serving it: fakegpu"), "{}", e.message());
+    assert_mentions(&e, "kernels backend `cpu` (chosen by set_backend()) does not serve cuda; backends serving it: fakegpu");
 }
 
 #[test]
@@ -521,11 +507,7 @@ fn tensors_on_different_devices_are_an_error_naming_both() {
     let e = reg
         .call(Op::Exp, &views(&[Any::from(&a), Any::from(&o)]))
         .unwrap_err();
-    assert!(
-        e.message().contains("out (argument #1) is on cuda:0"),
-        "{}",
-        e.message()
-    );
+    assert_mentions(&e, "out (argument #1) is on cuda:0");
 }
 
 fn tuned_backend() -> Backend {
@@ -630,12 +612,9 @@ fn a_broken_tuning_file_is_reported_when_the_backend_runs() {
     )
     .unwrap();
     let e = add(&reg).unwrap_err();
-    assert!(
-        e.message().contains(
-            "tuning files of backend `cpu`: built-in tune/cpu/default.json: `add` must be a list"
-        ),
-        "{}",
-        e.message()
+    assert_mentions(
+        &e,
+        "tuning files of backend `cpu`: built-in tune/cpu/default.json: `add` must be a list",
     );
 }
 
