@@ -1,5 +1,5 @@
 /* An rffi plugin written in C, with no link-time dependency on the runtime: the loader hands it
- * the runtime's entry points (RFFIHostApi) in __rffi__init and in the __rffi__host_api variable.
+ * the runtime's entry points (RFFIHostApi) in rffi_plugin_init and in the rffi_plugin_host_api variable.
  *
  * Build: cc -shared -fPIC -Iinclude examples/c-plugin/plugin.c -o libc_plugin.so */
 #include <string.h>
@@ -8,16 +8,16 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* The ABI this plugin was built for; the loader refuses it if the runtime's differs. */
-EXPORT const RFFIVersion __rffi__version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
+EXPORT const RFFIVersion rffi_plugin_version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
                                             RFFI_VERSION_PATCH};
-/* Set by the loader before __rffi__init: how exported functions reach the runtime. */
-EXPORT const RFFIHostApi* __rffi__host_api = NULL;
+/* Set by the loader before rffi_plugin_init: how exported functions reach the runtime. */
+EXPORT const RFFIHostApi* rffi_plugin_host_api = NULL;
 
 /* c_plugin.mul(a, b) = a * b, registered by name. */
 static int mul(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   (void)self;
   if (n != 2 || args[0].type_index != kRFFIInt || args[1].type_index != kRFFIInt) {
-    __rffi__host_api->error_set_raised_from_cstr("TypeError", "c_plugin.mul expects two ints");
+    rffi_plugin_host_api->error_set_raised_from_cstr("TypeError", "c_plugin.mul expects two ints");
     return -1;
   }
   result->type_index = kRFFIInt;
@@ -31,7 +31,7 @@ static int fail(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   (void)args;
   (void)n;
   (void)result;
-  __rffi__host_api->error_set_raised_from_cstr("RuntimeError", "c_plugin.fail was called");
+  rffi_plugin_host_api->error_set_raised_from_cstr("RuntimeError", "c_plugin.fail was called");
   return -1;
 }
 
@@ -47,7 +47,7 @@ static int register_fn(const RFFIHostApi* host, const char* name, RFFISafeCallTy
   return rc;
 }
 
-EXPORT int32_t __rffi__init(const RFFIHostApi* host) {
+EXPORT int32_t rffi_plugin_init(const RFFIHostApi* host) {
   if (register_fn(host, "c_plugin.mul", mul) != 0) return -1;
   if (register_fn(host, "c_plugin.fail", fail) != 0) return -1;
   return 0;
@@ -57,7 +57,7 @@ EXPORT int32_t __rffi__init(const RFFIHostApi* host) {
 EXPORT int __rffi_square(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   (void)self;
   if (n != 1 || args[0].type_index != kRFFIInt) {
-    __rffi__host_api->error_set_raised_from_cstr("TypeError", "square expects one int");
+    rffi_plugin_host_api->error_set_raised_from_cstr("TypeError", "square expects one int");
     return -1;
   }
   result->type_index = kRFFIInt;

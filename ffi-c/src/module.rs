@@ -4,7 +4,7 @@ use rffi_core::capi;
 
 /// Loads a plugin library into the runtime and gives a new reference to its Module object (the
 /// same Module again if that file is already loaded). The library must have been built for a
-/// compatible ABI (`__rffi__version`); its `__rffi__init(const RFFIHostApi*)`, if any, runs once
+/// compatible ABI (`rffi_plugin_version`); its `rffi_plugin_init(const RFFIHostApi*)`, if any, runs once
 /// and may register functions, which are all undone if it fails. Libraries stay loaded for the
 /// life of the process. Errors: a missing file or a file that is not a shared library
 /// (ValueError), an ABI mismatch naming both versions (RuntimeError), or the plugin's own error.

@@ -1,10 +1,10 @@
 //! Modules: shared libraries loaded into the runtime (plugins), kept for the life of the process.
 //!
 //! Loading a plugin: open it (`RTLD_NOW | RTLD_LOCAL`), check the ABI version it was built for
-//! (`__rffi__version`) before running any of its code beyond its loader constructors, hand it the
-//! runtime's table (`__rffi__host_api` if it has that variable), and call `__rffi__init(table)`.
-//! Registrations made during `__rffi__init` are journaled: if it fails, they are undone, so a
-//! failed plugin leaves the registry as it was. A library without `__rffi__init` loads as a
+//! (`rffi_plugin_version`) before running any of its code beyond its loader constructors, hand it the
+//! runtime's table (`rffi_plugin_host_api` if it has that variable), and call `rffi_plugin_init(table)`.
+//! Registrations made during `rffi_plugin_init` are journaled: if it fails, they are undone, so a
+//! failed plugin leaves the registry as it was. A library without `rffi_plugin_init` loads as a
 //! symbol-only module whose functions are its exported `__rffi_<name>` safe-call symbols.
 
 use crate::abi::*;
@@ -32,7 +32,7 @@ struct ModuleBody {
     path: PathBuf,
     /// Never closed: function pointers and deleters from the library escape into objects.
     lib: core::mem::ManuallyDrop<Library>,
-    /// Names the plugin registered in `__rffi__init`, in order.
+    /// Names the plugin registered in `rffi_plugin_init`, in order.
     registered: Vec<String>,
     /// `__rffi_<name>` symbols found so far, as functions.
     symbols: Mutex<FxHashMap<String, Function>>,
@@ -148,11 +148,11 @@ impl Module {
         // SAFETY: loading runs the library's constructors; plugins are trusted code by nature.
         let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
             .map_err(|e| load_error(path, e))?;
-        // SAFETY: by the plugin convention `__rffi__version` is an `RFFIVersion`.
+        // SAFETY: by the plugin convention `rffi_plugin_version` is an `RFFIVersion`.
         let version = unsafe { symbol::<*const RFFIVersion>(&lib, RFFI_PLUGIN_VERSION_SYMBOL) }
             // SAFETY: a data symbol's address points at its value.
             .map(|p| unsafe { p.read() });
-        // SAFETY: by the convention `__rffi__init` has the `RFFIPluginInit` signature.
+        // SAFETY: by the convention `rffi_plugin_init` has the `RFFIPluginInit` signature.
         let init = unsafe {
             symbol::<unsafe extern "C" fn(*const RFFIHostApi) -> i32>(&lib, RFFI_PLUGIN_INIT_SYMBOL)
         };
@@ -180,7 +180,7 @@ impl Module {
             _ => {}
         }
         let api = crate::capi::host::api();
-        // SAFETY: by the convention `__rffi__host_api` is a `const RFFIHostApi*` variable.
+        // SAFETY: by the convention `rffi_plugin_host_api` is a `const RFFIHostApi*` variable.
         let slot = unsafe { symbol::<*mut *const RFFIHostApi>(&lib, RFFI_PLUGIN_HOST_API_SYMBOL) };
         if let Some(slot) = slot {
             // SAFETY: writing the plugin's own variable before any of its functions run.

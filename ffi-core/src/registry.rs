@@ -3,7 +3,7 @@
 //! Functions declared with `register_global!` are collected through `inventory` when the registry
 //! is first touched (the runtime's start), never from a load-time constructor. In a plugin image
 //! every operation forwards to the host runtime (see `plugin`), and the plugin's declarations are
-//! registered there by its `__rffi__init`.
+//! registered there by its `rffi_plugin_init`.
 
 use crate::abi::RFFIObjectHandle;
 use crate::error::{Error, Result};

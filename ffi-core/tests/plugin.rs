@@ -165,6 +165,42 @@ fn symbol_only_library_loads_without_init() {
     assert_eq!(e.message(), "negate expects one int");
 }
 
+/// The loader's symbols and the exported functions are separate name spaces: no name reaches
+/// `rffi_plugin_version`, `rffi_plugin_init` or `rffi_plugin_host_api`, in a Rust plugin (which
+/// exports the first two) or a C one (the third).
+#[test]
+fn loader_symbols_are_unreachable_by_name() {
+    use rffi_core::abi::{
+        RFFI_PLUGIN_FUNCTION_PREFIX, RFFI_PLUGIN_HOST_API_SYMBOL, RFFI_PLUGIN_INIT_SYMBOL,
+        RFFI_PLUGIN_VERSION_SYMBOL,
+    };
+    let loader = [
+        RFFI_PLUGIN_VERSION_SYMBOL,
+        RFFI_PLUGIN_INIT_SYMBOL,
+        RFFI_PLUGIN_HOST_API_SYMBOL,
+    ];
+    for s in loader {
+        assert!(!s.starts_with(RFFI_PLUGIN_FUNCTION_PREFIX), "{s}");
+    }
+    let symbols_only =
+        Module::load(plugins::c_plugin("tests/c/plugins/symbols_only.c", &[])).unwrap();
+    let c_plugin = Module::load(plugins::c_plugin("examples/c-plugin/plugin.c", &[])).unwrap();
+    for m in [rust_plugin(), symbols_only, c_plugin] {
+        let mut names: Vec<String> = ["_version", "_init", "_host_api", "", "_", "x\0y"]
+            .map(String::from)
+            .into();
+        for s in loader {
+            names.push(s.to_owned());
+            names.push(s.trim_start_matches("rffi_").to_owned());
+            names.push(format!("_{s}"));
+            names.push(s.replace("rffi_plugin", ""));
+        }
+        for n in &names {
+            assert!(m.get_function(n).unwrap().is_none(), "{n:?} in {m:?}");
+        }
+    }
+}
+
 #[test]
 fn version_mismatch_is_refused_before_init() {
     let path = plugins::c_plugin("tests/c/plugins/bad_version.c", &[]);

@@ -437,7 +437,7 @@ typedef struct RFFIHostApi {
 } RFFIHostApi;
 
 /**
- * Signature of `__rffi__init`.
+ * Signature of `rffi_plugin_init`.
  */
 typedef int32_t (*RFFIPluginInit)(const struct RFFIHostApi *host);
 
@@ -587,7 +587,7 @@ int32_t RFFIFunctionListGlobalNames(RFFIObjectHandle *out);
 /**
  * Loads a plugin library into the runtime and gives a new reference to its Module object (the
  * same Module again if that file is already loaded). The library must have been built for a
- * compatible ABI (`__rffi__version`); its `__rffi__init(const RFFIHostApi*)`, if any, runs once
+ * compatible ABI (`rffi_plugin_version`); its `rffi_plugin_init(const RFFIHostApi*)`, if any, runs once
  * and may register functions, which are all undone if it fails. Libraries stay loaded for the
  * life of the process. Errors: a missing file or a file that is not a shared library
  * (ValueError), an ABI mismatch naming both versions (RuntimeError), or the plugin's own error.
@@ -595,7 +595,8 @@ int32_t RFFIFunctionListGlobalNames(RFFIObjectHandle *out);
  * # Safety
  * `path` must point to a valid byte array; `out` must be writable.
  */
-int32_t RFFIModuleLoadFromFile(const struct RFFIByteArray *path, RFFIObjectHandle *out);
+int32_t RFFIModuleLoadFromFile(const struct RFFIByteArray *path,
+                               RFFIObjectHandle *out);
 
 /**
  * Gets a function of a module: a name the plugin registered (or its last dotted part when that

@@ -118,6 +118,34 @@ static void test_c_plugins(const char* plugin, const char* linked) {
   RFFIObjectDecRef(l);
 }
 
+/* The loader's symbols (rffi_plugin_version, rffi_plugin_init, rffi_plugin_host_api) are in a name
+ * space get_function cannot reach: every spelling of them is "not found", nothing is called. The
+ * example C plugin exports all three. */
+static void test_loader_symbols_unreachable(const char* plugin) {
+  static const char* const names[] = {
+      "_version", "_init", "_host_api", "version", "init", "host_api",
+      "rffi_plugin_version", "rffi_plugin_init", "rffi_plugin_host_api", "plugin_version",
+      "plugin_init", "_plugin_init", "_rffi_plugin_init", "__rffi__init", "", "_", "__",
+  };
+  static const char with_nul[] = {'s', 'q', 'u', 'a', 'r', 'e', '\0', 'x'};
+  RFFIObjectHandle m = load(plugin), f;
+  RFFIByteArray name;
+  size_t i;
+  CHECK(m != NULL);
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+    name = ba_of(names[i]);
+    f = (RFFIObjectHandle)1;
+    CHECK(RFFIModuleGetFunction(m, &name, &f) == 0 && f == NULL);
+    if (f != NULL) fprintf(stderr, "  `%s` resolved to a function\n", names[i]);
+  }
+  /* A NUL inside the name never truncates it into another symbol's name. */
+  name.data = with_nul;
+  name.size = sizeof(with_nul);
+  f = (RFFIObjectHandle)1;
+  CHECK(RFFIModuleGetFunction(m, &name, &f) == 0 && f == NULL);
+  RFFIObjectDecRef(m);
+}
+
 static void test_bad_libraries(const char* bad_version, const char* not_a_library) {
   RFFIObjectHandle m;
   RFFIVersion v;
@@ -151,6 +179,7 @@ int main(int argc, char** argv) {
   }
   test_rust_plugin(argv[1]);
   test_c_plugins(argv[2], argv[3]);
+  test_loader_symbols_unreachable(argv[2]);
   test_bad_libraries(argv[4], argv[5]);
   return finish("test_plugins");
 }

@@ -1,24 +1,30 @@
 //! The plugin handshake: the symbols a plugin exports and the table of runtime entry points the
 //! loader hands it.
+//!
+//! A plugin's symbols live in two name spaces that cannot overlap: the loader's own symbols are
+//! named `rffi_plugin_*`, and exported functions are `__rffi_<name>`. `get_function(name)` only ever
+//! looks up `__rffi_` + name, and no loader symbol starts with `__rffi_`, so no name a caller
+//! passes can reach the version record, the init entry or the host-table variable.
 
 use super::RFFIDLPackManagedTensorAllocator;
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
 use core::ffi::{c_char, c_void};
 
-/// Plugin symbol: `RFFIVersion __rffi__version`, the ABI the plugin was built for. The loader
+/// Plugin symbol: `RFFIVersion rffi_plugin_version`, the ABI the plugin was built for. The loader
 /// refuses a plugin whose major version differs, or whose minor version is newer than its own.
-pub const RFFI_PLUGIN_VERSION_SYMBOL: &str = "__rffi__version";
-/// Plugin symbol: `int32_t __rffi__init(const RFFIHostApi* host)`, called once after loading;
+pub const RFFI_PLUGIN_VERSION_SYMBOL: &str = "rffi_plugin_version";
+/// Plugin symbol: `int32_t rffi_plugin_init(const RFFIHostApi* host)`, called once after loading;
 /// returns 0, or -1 with an error raised through `host`.
-pub const RFFI_PLUGIN_INIT_SYMBOL: &str = "__rffi__init";
-/// Optional plugin symbol: a variable `const RFFIHostApi* __rffi__host_api` that the loader sets
-/// before `__rffi__init`, for C plugins whose exported functions need the runtime.
-pub const RFFI_PLUGIN_HOST_API_SYMBOL: &str = "__rffi__host_api";
+pub const RFFI_PLUGIN_INIT_SYMBOL: &str = "rffi_plugin_init";
+/// Optional plugin symbol: a variable `const RFFIHostApi* rffi_plugin_host_api` that the loader sets
+/// before `rffi_plugin_init`, for C plugins whose exported functions need the runtime.
+pub const RFFI_PLUGIN_HOST_API_SYMBOL: &str = "rffi_plugin_host_api";
 /// Prefix of C-exported safe-call functions: `__rffi_<name>` is found by `get_function(name)` and
-/// called with a NULL handle.
+/// called with a NULL handle. Every symbol with this prefix is a safe-call function; the loader's
+/// symbols never use it.
 pub const RFFI_PLUGIN_FUNCTION_PREFIX: &str = "__rffi_";
 
-/// Signature of `__rffi__init`.
+/// Signature of `rffi_plugin_init`.
 pub type RFFIPluginInit = Option<unsafe extern "C" fn(host: *const RFFIHostApi) -> i32>;
 
 /// The runtime's stateful entry points, handed to a plugin so that everything it registers or

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "rffi/c_api.h"
 
-__attribute__((visibility("default"))) const RFFIVersion __rffi__version = {
+__attribute__((visibility("default"))) const RFFIVersion rffi_plugin_version = {
     RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR, RFFI_VERSION_PATCH};
 
 static int nop(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
@@ -14,7 +14,7 @@ static int nop(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   return 0;
 }
 
-__attribute__((visibility("default"))) int32_t __rffi__init(const RFFIHostApi* host) {
+__attribute__((visibility("default"))) int32_t rffi_plugin_init(const RFFIHostApi* host) {
   RFFIObjectHandle f = NULL;
   RFFIByteArray name = {"failing_init.registered_first", 29};
   if (host->function_create(NULL, nop, NULL, &f) != 0) return -1;
