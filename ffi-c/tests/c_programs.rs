@@ -83,6 +83,16 @@ fn core_abi_from_c() {
 }
 
 #[test]
+fn foreign_callbacks_held_to_the_calling_convention() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_foreign.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn plugins_loaded_by_a_c_host() {
     let lib = lib_dir();
     let exe = build(&cc(), "tests/c/test_plugins.c", &["-std=c99"]);

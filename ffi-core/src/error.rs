@@ -534,6 +534,15 @@ pub fn set_raised(err: Error) {
     }
 }
 
+/// Whether this thread has a raised error waiting (the slot is left as it is).
+pub(crate) fn has_raised() -> bool {
+    if crate::plugin::host().is_some() {
+        // The host table has no "peek": take the error and put it back.
+        return take_raised().map(set_raised).is_some();
+    }
+    RAISED.with(|s| s.get().is_some())
+}
+
 /// Takes this thread's raised error, leaving the slot empty.
 pub fn take_raised() -> Option<Error> {
     if let Some(host) = crate::plugin::host() {

@@ -151,7 +151,8 @@ fn describe_call_error(e: CallError, name: &str) -> Error {
     }
 }
 
-/// The `safe_call` of a function made from a C callback: passes the callback its own context.
+/// The `safe_call` of a function made from a C callback: passes the callback its own context,
+/// through the runtime's one entry into foreign code (`foreign::call_c`).
 ///
 /// # Safety
 /// `handle` is a function object made by `from_safe_call`; `args`/`result` follow the calling
@@ -163,13 +164,11 @@ pub(crate) unsafe extern "C" fn c_call(
     result: *mut RFFIAny,
 ) -> i32 {
     // SAFETY: forwarded contract.
-    let (call, context) = unsafe { c_target(handle) };
-    // SAFETY: the creator promised `call` follows the calling convention with its context.
-    unsafe { call(context, args, num_args, result) }
+    unsafe { crate::foreign::call_c(handle, args, num_args, result) }
 }
 
 /// The creator's entry point and context of a function made by `from_safe_call` (whose cell's
-/// `safe_call` is `c_call`): what `RFFIFunctionCall` jumps to directly, saving `c_call`'s jump.
+/// `safe_call` is `c_call`).
 ///
 /// # Safety
 /// `handle` is a live function object made by `from_safe_call`.
@@ -183,6 +182,19 @@ pub(crate) unsafe fn c_target(
     // SAFETY: the body is a repr(C) CFunction (contract).
     let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<CFunction>() };
     (this.call, this.context)
+}
+
+/// How error messages name a function made by `from_safe_call`.
+///
+/// # Safety
+/// `handle` is a live function object made by `from_safe_call`.
+pub(crate) unsafe fn c_name(handle: *mut c_void) -> String {
+    // SAFETY: the body is a repr(C) CFunction (contract).
+    let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<CFunction>() };
+    match this.head.name.get() {
+        Some(n) => format!("the C function `{n}`"),
+        None => "an unnamed C function".to_owned(),
+    }
 }
 
 fn new_head<T>(

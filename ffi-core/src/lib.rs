@@ -14,6 +14,7 @@ pub mod capi;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod foreign;
 pub mod function;
 pub mod map;
 pub mod module;

@@ -308,6 +308,7 @@ impl Module {
         // SAFETY: an exported safe-call function takes a NULL handle (it has no context), and
         // the library is never unloaded.
         let f = unsafe { Function::from_safe_call(core::ptr::null_mut(), call, None) };
+        f.set_name(&symbol_name);
         symbols.insert(name.to_owned(), f.clone());
         Ok(Some(f))
     }

@@ -526,6 +526,10 @@ int32_t RFFIErrorGetBacktrace(RFFIObjectHandle error, struct RFFIByteArray *out)
  * `deleter(self)` runs once when the function is destroyed (if `deleter` is not NULL). On
  * failure nothing is taken over: the caller still owns `self`.
  *
+ * The callback returns 0, or -1 with an error raised. Any other outcome fails the call as -1
+ * with an error: an error it raised is kept whatever non-zero status came with it, and a status
+ * without an error raised becomes a RuntimeError naming the function and the status.
+ *
  * # Safety
  * `safe_call` must follow the calling convention; `self` must stay valid until `deleter` runs and
  * be usable from any thread; `out` must be writable.
@@ -537,7 +541,8 @@ int32_t RFFIFunctionCreate(void *self_,
 
 /**
  * Calls a function: `args` are borrowed, `result` must hold no object (zero it) and receives an
- * owned value. Returns 0, or -1 with the error raised.
+ * owned value. Returns 0, or -1 with the error raised: never any other value, whatever status
+ * the callee returns (see `RFFIFunctionCreate`).
  *
  * # Safety
  * `func` must be NULL or a live object; `args` must point to `num_args` valid values; `result`

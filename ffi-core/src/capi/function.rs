@@ -109,11 +109,10 @@ pub unsafe extern "C" fn RFFIFunctionCall(
         // SAFETY: a live Function: its cell is at offset 24.
         if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
             if std::ptr::fn_addr_eq(call, crate::function::c_call as SafeCallFn) {
-                // A C callback of this runtime: straight to the creator's entry point.
-                // SAFETY: `c_call` is only ever the entry of `from_safe_call` functions.
-                let (target, context) = unsafe { crate::function::c_target(func) };
-                // SAFETY: checked arguments; the creator's calling convention.
-                return unsafe { target(context, args, num_args, result) };
+                // A C callback of this runtime: `c_call`'s body inlined here, saving a jump.
+                // SAFETY: `c_call` is only ever the entry of `from_safe_call` functions; checked
+                // arguments.
+                return unsafe { crate::foreign::call_c(func, args, num_args, result) };
             }
             // SAFETY: checked arguments; the function object itself is the handle.
             return unsafe { call(func, args, num_args, result) };
