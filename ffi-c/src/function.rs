@@ -91,3 +91,18 @@ pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle)
     // SAFETY: the same contract, forwarded.
     unsafe { capi::function::RFFIFunctionListGlobalNames(out) }
 }
+
+/// Sets the maximum call depth of C callbacks (callbacks entered and not yet returned on one
+/// thread), for every thread; `*opt_out_prev` (if not NULL) receives the previous limit.
+/// `max_depth` must be at least 1 (a ValueError otherwise). The default is 10000, or the value
+/// of the environment variable `RFFI_MAX_CALL_DEPTH` when set; the global function
+/// `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
+/// little of the thread's C stack left, fails the call with a RecursionError.
+///
+/// # Safety
+/// `opt_out_prev` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn RFFISetMaxCallDepth(max_depth: i32, opt_out_prev: *mut i32) -> i32 {
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::function::RFFISetMaxCallDepth(max_depth, opt_out_prev) }
+}

@@ -3,7 +3,8 @@
 //! Python callback and every `__rffi_<name>` function a plugin exports, whether the call comes
 //! from C (`RFFIFunctionCall`, which jumps here directly), from Rust or from Python.
 //!
-//! `call_c` holds the callee to the calling convention's one failure contract: 0 on success, or
+//! `call_c` first guards the call depth and the C stack left (`call_depth`), then holds the
+//! callee to the calling convention's one failure contract: 0 on success, or
 //! -1 with an error raised. A callee that returns any other status, or -1 without raising an
 //! error, fails with a RuntimeError naming it and the status it returned; an error it did raise
 //! is kept (a status other than -1 with an error raised, like tvm-ffi's -2 "environment error
@@ -14,6 +15,7 @@
 //! calls it too).
 
 use crate::abi::*;
+use crate::call_depth::GUARD;
 use crate::error::{has_raised, set_raised, Error, Result};
 use crate::function::c_target;
 use crate::type_table::type_index_to_key;
@@ -33,8 +35,22 @@ pub(crate) unsafe fn call_c(
 ) -> i32 {
     // SAFETY: forwarded contract.
     let (target, context) = unsafe { c_target(handle) };
-    // SAFETY: the creator promised `target` follows the calling convention with its context.
-    let rc = unsafe { target(context, args, num_args, result) };
+    let entered = GUARD.with(|g| {
+        g.enter(
+            // SAFETY: forwarded contract.
+            || unsafe { crate::function::c_name(handle) },
+            // SAFETY: the creator promised `target` follows the calling convention with its
+            // context.
+            || unsafe { target(context, args, num_args, result) },
+        )
+    });
+    let rc = match entered {
+        Ok(rc) => rc,
+        Err(e) => {
+            set_raised(e);
+            return -1;
+        }
+    };
     if rc == 0 {
         // SAFETY: on success a non-NULL `result` holds what the callee wrote.
         if result.is_null() || is_plain(unsafe { &*result }) {

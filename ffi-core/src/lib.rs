@@ -10,6 +10,7 @@ pub mod abi;
 pub mod any;
 pub mod array;
 mod builtins;
+pub mod call_depth;
 pub mod capi;
 pub mod device;
 pub mod dtype;

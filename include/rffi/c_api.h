@@ -196,6 +196,13 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIBacktraceUpdateModeRender 2
 
 /**
+ * The default maximum call depth. A C round trip (callback → `RFFIFunctionCall` → callback)
+ * takes well under 1 KiB of stack, so 10 000 levels fit a 2 MiB thread stack with room to spare;
+ * deeper or heavier recursion meets the stack check instead.
+ */
+#define DEFAULT_MAX_CALL_DEPTH 10000
+
+/**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
  */
 #define RFFI_CPU_TENSOR_ALIGNMENT 64
@@ -588,6 +595,19 @@ int32_t RFFIFunctionRemoveGlobal(const struct RFFIByteArray *name);
  * `out` must be writable.
  */
 int32_t RFFIFunctionListGlobalNames(RFFIObjectHandle *out);
+
+/**
+ * Sets the maximum call depth of C callbacks (callbacks entered and not yet returned on one
+ * thread), for every thread; `*opt_out_prev` (if not NULL) receives the previous limit.
+ * `max_depth` must be at least 1 (a ValueError otherwise). The default is 10000, or the value
+ * of the environment variable `RFFI_MAX_CALL_DEPTH` when set; the global function
+ * `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
+ * little of the thread's C stack left, fails the call with a RecursionError.
+ *
+ * # Safety
+ * `opt_out_prev` must be NULL or writable.
+ */
+int32_t RFFISetMaxCallDepth(int32_t max_depth, int32_t *opt_out_prev);
 
 /**
  * Loads a plugin library into the runtime and gives a new reference to its Module object (the

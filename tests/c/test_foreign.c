@@ -1,6 +1,11 @@
-/* Foreign code entered by the runtime: C callbacks that break the calling convention. Whatever
- * status a callback returns, a call fails only as -1 with an error raised, on both ways in: the
- * direct one (RFFIFunctionCall on the callback) and through a Rust function (testing.apply). */
+/* Foreign code entered by the runtime: C callbacks that break the calling convention, return
+ * malformed values, or recurse without end. Whatever a callback does, a call fails only as -1
+ * with an error raised, on both ways in: the direct one (RFFIFunctionCall on the callback) and
+ * through a Rust function (testing.apply).
+ *
+ * Run with RFFI_MAX_CALL_DEPTH unset: main sets it to check that it is read. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "rffi/c_api.h"
@@ -153,8 +158,119 @@ static void test_malformed_results_are_refused(void) {
   CHECK(RFFIObjectDecRef(str.v.v_obj) == 0);
 }
 
+/* ---- Deep recursion: callback -> runtime -> callback ... ---- */
+
+typedef struct {
+  RFFIObjectHandle self;  /* the Function made from this context */
+  int through_rust;       /* recurse through testing.apply instead of calling directly */
+  int64_t deepest;        /* the deepest level entered */
+} Recursion;
+
+/* recurse(k): 0 if k == 0, else recurse(k - 1) + 1. */
+static int recurse(void* ctx, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  Recursion* r = (Recursion*)ctx;
+  RFFIAny call_args[2], inner;
+  int64_t k;
+  if (n != 1 || args[0].type_index != kRFFIInt) {
+    RFFIErrorSetRaisedFromCStr("TypeError", "recurse expects one int");
+    return -1;
+  }
+  k = args[0].v.v_int64;
+  if (k > r->deepest) r->deepest = k;
+  if (k == 0) {
+    *result = int_any(0);
+    return 0;
+  }
+  memset(&inner, 0, sizeof(inner));
+  if (r->through_rust) {
+    RFFIObjectHandle apply = get_global("testing.apply");
+    int rc;
+    call_args[0] = object_arg(r->self);
+    call_args[1] = int_any(k - 1);
+    rc = RFFIFunctionCall(apply, call_args, 2, &inner);
+    RFFIObjectDecRef(apply);
+    if (rc != 0) return -1;
+  } else {
+    call_args[0] = int_any(k - 1);
+    if (RFFIFunctionCall(r->self, call_args, 1, &inner) != 0) return -1;
+  }
+  *result = int_any(inner.v.v_int64 + 1);
+  return 0;
+}
+
+/* Runs recurse(depth) from the top; returns the call's status. */
+static int run_recursion(int64_t depth, int through_rust, RFFIAny* result) {
+  Recursion r;
+  RFFIAny arg = int_any(depth);
+  int rc;
+  r.through_rust = through_rust;
+  r.deepest = 0;
+  CHECK(RFFIFunctionCreate(&r, recurse, NULL, &r.self) == 0);
+  memset(result, 0, sizeof(*result));
+  rc = RFFIFunctionCall(r.self, &arg, 1, result);
+  RFFIObjectDecRef(r.self);
+  return rc;
+}
+
+static void test_call_depth_limit(void) {
+  RFFIAny result;
+  int32_t prev = 0;
+  /* The environment variable main set before the first callback. */
+  CHECK(run_recursion(76, 0, &result) == 0 && result.v.v_int64 == 76);
+  CHECK(run_recursion(77, 0, &result) == -1);
+  expect_error("RecursionError", "maximum call depth 77 exceeded when calling an unnamed C");
+  CHECK(RFFISetMaxCallDepth(2000, &prev) == 0 && prev == 77);
+  CHECK(run_recursion(2001, 1, &result) == -1);
+  expect_error("RecursionError", "maximum call depth 2000 exceeded");
+  CHECK(run_recursion(1000, 1, &result) == 0 && result.v.v_int64 == 1000);
+  /* 100 000 levels under the default limit, straight and through a Rust function: an error
+   * (from the depth limit, or the stack guard first where frames are large, as in a debug
+   * build), not a crash. */
+  CHECK(RFFISetMaxCallDepth(10000, &prev) == 0 && prev == 2000);
+  CHECK(run_recursion(100000, 0, &result) == -1);
+  expect_error("RecursionError", "RFFI_MAX_CALL_DEPTH");
+  CHECK(run_recursion(100000, 1, &result) == -1);
+  expect_error("RecursionError", "RFFI_MAX_CALL_DEPTH");
+  /* Bad limits are refused and change nothing. */
+  CHECK(RFFISetMaxCallDepth(0, &prev) == -1);
+  expect_error("ValueError", "the maximum call depth must be an integer from 1 to 2147483647, not 0");
+  CHECK(RFFISetMaxCallDepth(-5, NULL) == -1);
+  expect_error("ValueError", "not -5");
+  CHECK(RFFISetMaxCallDepth(10000, &prev) == 0 && prev == 10000);
+}
+
+/* With no depth limit to speak of, the stack check stops the recursion before the stack ends:
+ * on the 8 MiB main thread and on a thread with a 512 KiB stack. */
+static void* deep_on_this_thread(void* through_rust) {
+  RFFIAny result;
+  CHECK(run_recursion(10000000, through_rust != NULL, &result) == -1);
+  expect_error("RecursionError", "C stack nearly exhausted when calling an unnamed C function");
+  return NULL;
+}
+
+static void test_stack_guard(void) {
+  pthread_attr_t attr;
+  pthread_t t;
+  int32_t prev = 0;
+  CHECK(RFFISetMaxCallDepth(2147483647, &prev) == 0);
+  deep_on_this_thread(NULL);
+  deep_on_this_thread(&prev);
+  CHECK(pthread_attr_init(&attr) == 0);
+  CHECK(pthread_attr_setstacksize(&attr, 512 * 1024) == 0);
+  CHECK(pthread_create(&t, &attr, deep_on_this_thread, NULL) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(pthread_create(&t, &attr, deep_on_this_thread, &prev) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  pthread_attr_destroy(&attr);
+  CHECK(RFFISetMaxCallDepth(prev, NULL) == 0);
+}
+
 int main(void) {
+  /* Read when the first callback is entered. */
+  setenv("RFFI_MAX_CALL_DEPTH", "77", 1);
   test_statuses_are_normalized();
   test_malformed_results_are_refused();
+  test_call_depth_limit();
+  test_stack_guard();
   return finish("test_foreign");
 }

@@ -204,3 +204,19 @@ pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle)
         Ok(())
     })
 }
+
+/// See `RFFISetMaxCallDepth` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+#[inline]
+pub unsafe extern "C" fn RFFISetMaxCallDepth(max_depth: i32, opt_out_prev: *mut i32) -> i32 {
+    guard(|| {
+        let previous = crate::call_depth::set_max_call_depth(i64::from(max_depth))?;
+        if !opt_out_prev.is_null() {
+            // SAFETY: a non-NULL out-pointer is writable (contract); limits fit in int32.
+            unsafe { opt_out_prev.write(previous as i32) };
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,195 @@
+//! The guard against C-stack overflow in deep native round trips (a callback calling a function
+//! calling the callback again, ten thousand levels down). Checked where the runtime enters a C
+//! callback (`foreign::call_c`), which every such round trip passes through, whatever language
+//! the callback is written in.
+//!
+//! Two limits, either of which raises a RecursionError (Python maps it to its own):
+//! - the call depth: C callbacks entered and not yet returned on this thread, at most
+//!   `max_call_depth()` (default `DEFAULT_MAX_CALL_DEPTH`; the environment variable
+//!   `RFFI_MAX_CALL_DEPTH`, `RFFISetMaxCallDepth` or the global function `ffi.SetMaxCallDepth`
+//!   change it);
+//! - the C stack left to this thread: a callback is not entered with less than `reserve` bytes
+//!   left (a quarter of the stack, at most 256 KiB), which protects threads with small stacks
+//!   and callbacks with large frames (a Python callback uses far more stack than a C one), both of
+//!   which a fixed depth cannot.
+//!
+//! The fast path is one thread-local access (depth and stack floor share one slot) and two
+//! compares; everything else is out of line.
+
+use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The default maximum call depth. A C round trip (callback → `RFFIFunctionCall` → callback)
+/// takes well under 1 KiB of stack, so 10 000 levels fit a 2 MiB thread stack with room to spare;
+/// deeper or heavier recursion meets the stack check instead.
+pub const DEFAULT_MAX_CALL_DEPTH: u32 = 10_000;
+
+/// The environment variable read (once, on the first callback entered) for the maximum depth.
+pub const MAX_CALL_DEPTH_ENV: &str = "RFFI_MAX_CALL_DEPTH";
+
+/// The limit; 0 until the environment variable has been read (so that the first callback takes
+/// the slow path, which reads it).
+static MAX_DEPTH: AtomicU32 = AtomicU32::new(0);
+
+/// The most stack a callback is refused to be entered with less than.
+const MAX_RESERVE: usize = 256 * 1024;
+
+pub(crate) struct Guard {
+    /// C callbacks entered and not yet returned on this thread.
+    depth: Cell<u32>,
+    /// The lowest stack address a callback may be entered at: `usize::MAX` until this thread's
+    /// stack has been measured, 0 when it cannot be.
+    floor: Cell<usize>,
+}
+
+thread_local! {
+    pub(crate) static GUARD: Guard = const {
+        Guard { depth: Cell::new(0), floor: Cell::new(usize::MAX) }
+    };
+}
+
+impl Guard {
+    /// Runs `call` one level deeper, or returns the error that refuses it. `describe` names the
+    /// callee in the error.
+    #[inline(always)]
+    pub(crate) fn enter(
+        &self,
+        describe: impl FnOnce() -> String,
+        call: impl FnOnce() -> i32,
+    ) -> Result<i32> {
+        let depth = self.depth.get();
+        let marker = 0u8;
+        let sp = core::ptr::addr_of!(marker) as usize;
+        if depth >= MAX_DEPTH.load(Ordering::Relaxed) || sp < self.floor.get() {
+            self.check(depth, sp, describe)?;
+        }
+        self.depth.set(depth + 1);
+        let rc = call();
+        self.depth.set(depth);
+        Ok(rc)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check(&self, depth: u32, sp: usize, describe: impl FnOnce() -> String) -> Result<()> {
+        let limit = max_call_depth()?;
+        if self.floor.get() == usize::MAX {
+            self.floor.set(stack_floor().unwrap_or(0));
+        }
+        if depth >= limit {
+            return Err(Error::new(
+                "RecursionError",
+                format!(
+                    "maximum call depth {limit} exceeded when calling {}; change the limit with \
+                     the environment variable {MAX_CALL_DEPTH_ENV}, RFFISetMaxCallDepth or the \
+                     global function `ffi.SetMaxCallDepth`",
+                    describe()
+                ),
+            ));
+        }
+        if sp < self.floor.get() {
+            let (low, size) = stack_bounds().unwrap_or((0, 0));
+            return Err(Error::new(
+                "RecursionError",
+                format!(
+                    "C stack nearly exhausted when calling {} at call depth {depth}: {} KiB of \
+                     this thread's {} KiB stack left (callbacks need {} KiB); run deep recursion \
+                     on a thread with a larger stack, or lower the call depth limit ({limit}, \
+                     set by {MAX_CALL_DEPTH_ENV}, RFFISetMaxCallDepth or `ffi.SetMaxCallDepth`)",
+                    describe(),
+                    sp.saturating_sub(low) / 1024,
+                    size / 1024,
+                    reserve(size) / 1024
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The maximum call depth in effect (reading `RFFI_MAX_CALL_DEPTH` the first time). A value of
+/// the variable that is not an integer from 1 to 2^31-1 is a ValueError naming it.
+pub fn max_call_depth() -> Result<u32> {
+    let limit = MAX_DEPTH.load(Ordering::Relaxed);
+    if limit != 0 {
+        return Ok(limit);
+    }
+    let from_env = match std::env::var(MAX_CALL_DEPTH_ENV) {
+        Err(_) => DEFAULT_MAX_CALL_DEPTH,
+        Ok(text) => parse_limit(text.trim()).ok_or_else(|| {
+            Error::value_error(format!(
+                "{MAX_CALL_DEPTH_ENV}={text:?} is not a call depth (an integer from 1 to {})",
+                i32::MAX
+            ))
+        })?,
+    };
+    // Lose gracefully to a concurrent `set_max_call_depth`.
+    let _ = MAX_DEPTH.compare_exchange(0, from_env, Ordering::Relaxed, Ordering::Relaxed);
+    Ok(MAX_DEPTH.load(Ordering::Relaxed))
+}
+
+fn parse_limit(text: &str) -> Option<u32> {
+    text.parse::<i64>().ok().and_then(checked_limit)
+}
+
+fn checked_limit(n: i64) -> Option<u32> {
+    (1..=i64::from(i32::MAX)).contains(&n).then_some(n as u32)
+}
+
+/// Sets the maximum call depth for every thread; returns the previous one. `limit` must be from
+/// 1 to 2^31-1 (a ValueError otherwise).
+pub fn set_max_call_depth(limit: i64) -> Result<u32> {
+    let Some(limit) = checked_limit(limit) else {
+        return Err(Error::value_error(format!(
+            "the maximum call depth must be an integer from 1 to {}, not {limit}",
+            i32::MAX
+        )));
+    };
+    // An invalid environment variable is replaced, not reported, by an explicit setting.
+    let previous = max_call_depth().unwrap_or(DEFAULT_MAX_CALL_DEPTH);
+    MAX_DEPTH.store(limit, Ordering::Relaxed);
+    Ok(previous)
+}
+
+/// The stack to keep free below a callback's entry, for a stack of `size` bytes.
+fn reserve(size: usize) -> usize {
+    (size / 4).min(MAX_RESERVE)
+}
+
+/// This thread's stack floor: its lowest address plus the reserve.
+fn stack_floor() -> Option<usize> {
+    let (low, size) = stack_bounds()?;
+    Some(low + reserve(size))
+}
+
+/// This thread's stack: lowest address and size (Linux; `None` elsewhere or on failure).
+#[cfg(target_os = "linux")]
+fn stack_bounds() -> Option<(usize, usize)> {
+    // SAFETY: pthread_getattr_np fills a zeroed attribute object for the calling thread, which
+    // pthread_attr_destroy then releases; getstack only reads it.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = core::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        (rc == 0 && !addr.is_null() && size > 0).then_some((addr as usize, size))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stack_bounds() -> Option<(usize, usize)> {
+    None
+}
+
+crate::registry::register_builtin!("ffi.SetMaxCallDepth", |limit: i64| -> Result<i64> {
+    set_max_call_depth(limit).map(i64::from)
+});
+
+crate::registry::register_builtin!("ffi.GetMaxCallDepth", || -> Result<i64> {
+    max_call_depth().map(i64::from)
+});
