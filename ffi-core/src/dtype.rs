@@ -109,10 +109,34 @@ fn check(dt: DLDataType) -> Result<(), String> {
             ));
         }
     }
+    check_width(name, dt.code, dt.bits)?;
     if dt.lanes == 0 {
         return Err(format!("lanes is 0 for type code {} ({name})", dt.code));
     }
     Ok(())
+}
+
+/// The bit widths each sized type code comes in; a width outside its list is no type at all
+/// (an `int7` or a `float12` has no element layout anyone agrees on).
+fn widths(code: u8) -> Option<&'static [u8]> {
+    match code {
+        kDLInt | kDLUInt => Some(&[1, 2, 4, 8, 16, 32, 64]),
+        kDLFloat => Some(&[8, 16, 32, 64]),
+        kDLBfloat => Some(&[16]),
+        kDLComplex => Some(&[32, 64, 128]),
+        kDLBool => Some(&[1, 8]),
+        kDLOpaqueHandle => Some(&[32, 64]),
+        _ => None,
+    }
+}
+
+fn check_width(name: &str, code: u8, bits: u8) -> Result<(), String> {
+    match widths(code) {
+        Some(w) if !w.contains(&bits) => Err(format!(
+            "{name} has no {bits}-bit form (bits must be one of {w:?})"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Splits `s` after its leading ASCII digits.
@@ -200,6 +224,7 @@ fn parse_sized(s: &str) -> Result<DLDataType, String> {
             _ => return Err(format!("bits must be in 1..=255, got {digits}")),
         }
     };
+    check_width(name, code, bits)?;
     let lanes = parse_lanes(&s[..s.len() - rest.len()], rest)?;
     Ok(DLDataType { code, bits, lanes })
 }
@@ -419,16 +444,33 @@ mod tests {
         }
         assert_eq!(p("int1"), DataType::int(1));
         assert_eq!(p("int4"), DataType::int(4));
-        assert_eq!(p("uint255"), DataType::uint(255));
         assert_eq!(p("float8"), DataType::float(8));
         assert_eq!(p("bfloat16"), DataType::bfloat16());
-        assert_eq!(p("bfloat8"), DataType::new(kDLBfloat, 8, 1));
         assert_eq!(p("complex64"), DataType::new(kDLComplex, 64, 1));
         assert_eq!(p("complex128"), DataType::new(kDLComplex, 128, 1));
         assert_eq!(p("bool8"), DataType::bool_());
         assert_eq!(p("bool1"), DataType::new(kDLBool, 1, 1));
         assert_eq!(p("handle32"), DataType::new(kDLOpaqueHandle, 32, 1));
         assert_eq!(p("int032"), DataType::int(32));
+    }
+
+    /// Widths no type comes in are refused, from strings and from raw values alike.
+    #[test]
+    fn widths_no_type_has_are_refused() {
+        for (text, code, bits) in [
+            ("uint255", kDLUInt, 255),
+            ("int7", kDLInt, 7),
+            ("float12", kDLFloat, 12),
+            ("bfloat8", kDLBfloat, 8),
+            ("complex16", kDLComplex, 16),
+            ("bool2", kDLBool, 2),
+            ("handle8", kDLOpaqueHandle, 8),
+        ] {
+            let e = err(text);
+            assert!(e.contains(&format!("has no {bits}-bit form")), "{e}");
+            let raw = DataType::from_raw(DataType::new(code, bits, 1).raw()).unwrap_err();
+            assert!(raw.contains(&format!("has no {bits}-bit form")), "{raw}");
+        }
     }
 
     #[test]
@@ -546,8 +588,8 @@ mod tests {
                 }
             }
         }
-        // 7 sized codes x 255 widths x 8 lane counts, 11 fixed-width codes x 8, and void.
-        assert_eq!(checked, 7 * 255 * 8 + 11 * 8 + 1);
+        // 26 widths of the 7 sized codes x 8 lane counts, 11 fixed-width codes x 8, and void.
+        assert_eq!(checked, 26 * 8 + 11 * 8 + 1);
     }
 
     #[test]

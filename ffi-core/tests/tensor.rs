@@ -502,6 +502,86 @@ fn rejects_padded_subbyte_flag() {
     );
 }
 
+/// Layouts whose byte offsets do not fit in i64 are refused at import, naming the field and
+/// dimension, on the common fast path (float32 on the CPU) and the full one alike.
+#[test]
+fn rejects_layouts_whose_extent_overflows() {
+    let big = (1i64 << 62) - 1;
+    for (strides, dtype_bits, message) in [
+        (
+            [big, 1],
+            32,
+            "`dl_tensor.strides[0]` (4611686018427387903) over `dl_tensor.shape[0]` (2) reaches \
+             more than 2^63-1 bytes",
+        ),
+        (
+            [1, i64::MIN],
+            32,
+            "`dl_tensor.strides[1]` (-9223372036854775808) over `dl_tensor.shape[1]` (3) reaches \
+             more than 2^63-1 bytes",
+        ),
+        (
+            [1 << 61, 1 << 60],
+            16,
+            "`dl_tensor.strides` [2305843009213693952, 1152921504606846976] over \
+             `dl_tensor.shape` [2, 3] reach more than 2^63-1 bytes together (at dimension 1)",
+        ),
+    ] {
+        let mut strides = strides;
+        let (m, deleted) = versioned(&[2, 3], |m| {
+            m.dl_tensor.dtype.bits = dtype_bits;
+            // The array outlives the import, which refuses the tensor before returning.
+            m.dl_tensor.strides = strides.as_mut_ptr();
+        });
+        // SAFETY: a producer tensor (deliberately invalid), handed over.
+        let e = unsafe { Tensor::from_dlpack_versioned(m, 0, false) }.unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert_eq!(
+            e.message(),
+            format!("Tensor::from_dlpack_versioned: {message}")
+        );
+        assert_eq!(count(&deleted), 1);
+    }
+    expect_rejected(
+        // SAFETY: the producer's shape array has 2 entries.
+        |m| unsafe {
+            *m.dl_tensor.shape = 1 << 31;
+            *m.dl_tensor.shape.add(1) = 1 << 31;
+        },
+        "`dl_tensor.shape` [2147483648, 2147483648] holds 4611686018427387904 elements of 32 \
+         bits: more than 2^63-1 bytes",
+    );
+    expect_rejected(
+        |m| m.dl_tensor.byte_offset = u64::MAX - 3,
+        "`dl_tensor.byte_offset` (18446744073709551612) is more than 2^63-1",
+    );
+    expect_rejected(
+        |m| m.dl_tensor.byte_offset = i64::MAX as u64 - 8,
+        "`dl_tensor.byte_offset` (9223372036854775799) plus the 24 bytes the layout spans is \
+         more than 2^63-1",
+    );
+}
+
+#[test]
+fn rejects_unknown_flag_bits_and_widths_no_dtype_has() {
+    expect_rejected(
+        |m| m.flags = DLPACK_FLAG_BITMASK_READ_ONLY | 1 << 9,
+        "`flags` (0x201) has bits DLPack does not define (0x200); a producer newer than DLPack \
+         1.x may mean something rffi cannot honour",
+    );
+    expect_rejected(
+        |m| m.dl_tensor.dtype.bits = 24,
+        "`dl_tensor.dtype` (code 2, bits 24, lanes 1) is rejected: invalid DLDataType: float has \
+         no 24-bit form (bits must be one of [8, 16, 32, 64])",
+    );
+    // The defined bits are still accepted.
+    let (m, deleted) = versioned(&[2], |m| {
+        m.flags = DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED
+    });
+    assert!(import(m).read_only());
+    assert_eq!(count(&deleted), 1);
+}
+
 #[test]
 fn legacy_import_is_validated_too() {
     let (m, deleted) = legacy(&[2], |m| m.dl_tensor.ndim = -4);
@@ -583,6 +663,54 @@ fn as_strided_is_bounds_checked() {
         "{}",
         e.message()
     );
+}
+
+/// Views and slices compute their extents checked too: a stride or offset near the i64 limits
+/// is an error naming it, never a wrapped offset.
+#[test]
+fn views_and_slices_refuse_extents_that_overflow() {
+    let t = Tensor::from_slice(&[0i64, 1, 2, 3, 4, 5], &[6]).unwrap();
+    for (shape, strides, offset, needle) in [
+        (
+            vec![2i64],
+            vec![i64::MAX],
+            0,
+            "`strides[0]` (9223372036854775807) over `shape[0]` (2)",
+        ),
+        (
+            vec![3],
+            vec![i64::MIN],
+            0,
+            "`strides[0]` (-9223372036854775808)",
+        ),
+        (
+            vec![1],
+            vec![1],
+            u64::MAX,
+            "`byte_offset` (18446744073709551615) is more than 2^63-1",
+        ),
+        (
+            vec![1 << 40, 1 << 40],
+            vec![1, 1],
+            0,
+            "has more than 2^63-1 elements",
+        ),
+    ] {
+        let e = t.as_strided(&shape, &strides, offset).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(
+            e.message().starts_with("Tensor::as_strided: "),
+            "{}",
+            e.message()
+        );
+        assert!(e.message().contains(needle), "{}", e.message());
+    }
+    // A step whose stride saturates is refused, not wrapped.
+    let e = t.slice_step(0, 0, 6, i64::MAX).map(|v| v.shape().to_vec());
+    assert_eq!(e.unwrap(), vec![1]);
+    let wide = t.as_strided(&[2], &[5], 0).unwrap();
+    let e = wide.slice_step(0, 0, 2, i64::MAX / 2).unwrap();
+    assert_eq!(e.shape(), &[1]);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! once (on failure: before the error is returned; on success: when the last Tensor reference
 //! dies). The `Owner` is built first so that dropping it on any early return does that.
 
+use super::extent::byte_extent;
 use super::{
     alloc_tensor, checked_numel, finish_tensor, free_unfinished, is_aligned_parts,
     is_contiguous_parts, tail_ptr, Owner, Tensor, TensorFields, TensorParts, FLAG_BORROWED,
@@ -117,6 +118,16 @@ unsafe fn try_build(
             require_alignment,
         );
     if ok {
+        // SAFETY: the n entries of each tail array; strides are filled when given.
+        let (dims, given) = unsafe {
+            (
+                core::slice::from_raw_parts(shape, n),
+                (!src_strides.is_null()).then(|| core::slice::from_raw_parts(strides, n)),
+            )
+        };
+        ok = byte_extent(dims, given, elem_bits(fields.dtype), fields.byte_offset, "").is_ok();
+    }
+    if ok {
         if src_strides.is_null() {
             // SAFETY: the n entries of each tail array of the new object.
             unsafe {
@@ -176,6 +187,12 @@ unsafe fn copy_dims(
         }
     }
     (any_bits, numel, overflow)
+}
+
+/// Bits per element (bits × lanes) of a data type.
+#[inline]
+fn elem_bits(dt: DLDataType) -> u64 {
+    u64::from(dt.bits) * u64::from(dt.lanes)
 }
 
 /// A foreign `DLTensor` that passed validation, borrowing its shape and strides.
@@ -245,6 +262,7 @@ pub(crate) unsafe fn check_dltensor<'a>(
             if numel == 1 { "" } else { "s" }
         ));
     }
+    byte_extent(shape, strides, elem_bits(dtype.0), dl.byte_offset, prefix)?;
     Ok(Checked {
         dtype,
         device,
@@ -361,7 +379,7 @@ pub(crate) unsafe fn import_versioned(
     // before the major version is known to describe this layout.
     let m = unsafe { managed.as_ref() };
     if m.version.major == DLPACK_MAJOR_VERSION
-        && m.flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED == 0
+        && m.flags & !(DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED) == 0
     {
         let flags = if m.flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0 {
             FLAG_READ_ONLY
@@ -410,6 +428,17 @@ unsafe fn import_versioned_checked(
             "{func}: unsupported DLPack version {}.{} (`version.major` must be \
              {DLPACK_MAJOR_VERSION})",
             m.version.major, m.version.minor
+        )));
+    }
+    let unknown = m.flags
+        & !(DLPACK_FLAG_BITMASK_READ_ONLY
+            | DLPACK_FLAG_BITMASK_IS_COPIED
+            | DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+    if unknown != 0 {
+        return Err(Error::value_error(format!(
+            "{func}: `flags` ({:#x}) has bits DLPack does not define ({unknown:#x}); a producer \
+             newer than DLPack {DLPACK_MAJOR_VERSION}.x may mean something rffi cannot honour",
+            m.flags
         )));
     }
     if m.flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0 {

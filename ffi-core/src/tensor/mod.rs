@@ -19,6 +19,7 @@
 pub(crate) mod alloc;
 mod cache;
 pub(crate) mod dlpack;
+mod extent;
 mod testing;
 mod view;
 

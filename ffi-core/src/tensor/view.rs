@@ -4,7 +4,8 @@
 //! a foreign producer's buffer really is, but it knows the span the source tensor covers, and a
 //! view inside that span is inside the buffer.
 
-use super::{checked_numel, Owner, Tensor, TensorParts, FLAG_BORROWED, FLAG_READ_ONLY};
+use super::extent::byte_extent;
+use super::{Owner, Tensor, TensorParts, FLAG_BORROWED, FLAG_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::{Device, ObjectRef};
 
@@ -24,33 +25,16 @@ pub(crate) fn for_each_offset(shape: &[i64], strides: &[i64], mut f: impl FnMut(
             }
             axis -= 1;
             index[axis] += 1;
-            offset += strides[axis];
             if index[axis] < shape[axis] {
+                offset += strides[axis];
                 break;
             }
-            offset -= strides[axis] * shape[axis];
+            // Back to the axis' first element: `stride · (dim − 1)` is within the tensor's
+            // checked extent, where `stride · dim` might not fit.
+            offset -= strides[axis] * (shape[axis] - 1);
             index[axis] = 0;
         }
     }
-}
-
-/// The bytes `[lo, hi)` relative to `data` that a tensor addresses, or `None` if it has no
-/// elements. i128 cannot overflow for shapes and strides of i64 and offsets of u64.
-fn byte_span(shape: &[i64], strides: &[i64], byte_offset: u64, elem: i128) -> Option<(i128, i128)> {
-    if shape.contains(&0) {
-        return None;
-    }
-    let (mut lo, mut hi) = (0i128, 0i128);
-    for (&d, &s) in shape.iter().zip(strides) {
-        let reach = (d as i128 - 1) * s as i128;
-        if reach < 0 {
-            lo += reach;
-        } else {
-            hi += reach;
-        }
-    }
-    let base = byte_offset as i128;
-    Some((base + lo * elem, base + (hi + 1) * elem))
 }
 
 impl Tensor {
@@ -105,14 +89,13 @@ impl Tensor {
                 shape[i]
             )));
         }
-        if checked_numel(shape).is_none() {
-            return Err(Error::value_error(format!(
-                "{func}: `shape` {shape:?} has more than 2^63-1 elements"
-            )));
-        }
-        let elem = self.view_element_size(func)?;
-        if let Some((lo, hi)) = byte_span(shape, strides, byte_offset, elem) {
-            let source = byte_span(self.shape(), self.strides(), self.byte_offset(), elem);
+        let elem = self.view_element_size(func)? as u64 * 8;
+        let extent = |shape, strides, byte_offset| {
+            byte_extent(shape, Some(strides), elem, byte_offset, "")
+                .map_err(|e| Error::value_error(format!("{func}: {e}")))
+        };
+        if let Some((lo, hi)) = extent(shape, strides, byte_offset)? {
+            let source = extent(self.shape(), self.strides(), self.byte_offset())?;
             if !source.is_some_and(|(slo, shi)| slo <= lo && hi <= shi) {
                 let source = source.map_or("none (it has no elements)".to_owned(), |(a, b)| {
                     format!("[{a}, {b})")
@@ -179,10 +162,15 @@ impl Tensor {
         let mut strides = self.strides().to_vec();
         let mut byte_offset = self.byte_offset();
         if len > 0 {
-            let delta = start as i128 * strides[ax] as i128 * elem + byte_offset as i128;
-            byte_offset = u64::try_from(delta).map_err(|_| {
+            let delta = (start as i128)
+                .checked_mul(strides[ax] as i128)
+                .and_then(|d| d.checked_mul(elem))
+                .and_then(|d| d.checked_add(byte_offset as i128));
+            byte_offset = delta.and_then(|d| u64::try_from(d).ok()).ok_or_else(|| {
                 Error::value_error(format!(
-                    "{F}: the slice starts at byte {delta}, outside the range of byte_offset"
+                    "{F}: the slice starts at element {start} of axis {ax} (stride {}), outside \
+                     the range of byte_offset",
+                    strides[ax]
                 ))
             })?;
         }
