@@ -52,7 +52,8 @@ pub unsafe extern "C" fn RFFIErrorMoveFromRaised(out: *mut RFFIObjectHandle) {
 }
 
 /// Creates an Error object from kind, message and a traceback text (most recent call first, may
-/// be NULL). Does not raise it.
+/// be NULL). Does not raise it. A kind that is empty, not UTF-8 or holds a NUL byte is a
+/// ValueError.
 ///
 /// # Safety
 /// Non-null byte arrays must be valid; `out` must be writable.

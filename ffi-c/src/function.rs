@@ -58,7 +58,8 @@ pub unsafe extern "C" fn RFFIFunctionGetGlobal(
 }
 
 /// Registers `func` under `name` (the registry takes its own reference). An existing name is a
-/// KeyError unless `allow_override` is non-zero; a name that is empty or not UTF-8 is a ValueError.
+/// KeyError unless `allow_override` is non-zero; a name that is empty, not UTF-8 or holds a NUL
+/// byte is a ValueError.
 ///
 /// # Safety
 /// `name` must point to a valid byte array; `func` must be NULL or a live object.

@@ -45,7 +45,8 @@ pub unsafe extern "C" fn RFFITypeKeyToIndex(type_key: *const RFFIByteArray, out:
 }
 
 /// Returns the index of a type key, registering it as a new object type (index >= 128) if it is
-/// unknown. Types are never unregistered.
+/// unknown. Types are never unregistered. A key that is empty, not UTF-8 or holds a NUL byte is a
+/// ValueError.
 ///
 /// # Safety
 /// `type_key` must point to a valid byte array; `out` must be writable.
@@ -58,7 +59,8 @@ pub unsafe extern "C" fn RFFITypeRegisterKey(type_key: *const RFFIByteArray, out
 /// Wraps a foreign handle as an object (`kRFFIOpaquePyObject` for a Python object, or a type
 /// registered with `RFFITypeRegisterKey`): the handle sits in an `RFFIOpaqueObjectCell` at offset
 /// 24, and `deleter(handle)` runs once when the last reference goes. Static non-opaque indices
-/// (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError.
+/// (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError, and an index
+/// that was never registered with a KeyError. On failure the caller keeps `handle`.
 ///
 /// # Safety
 /// `deleter`, if not NULL, must be callable on `handle` from any thread; `out` must be writable.

@@ -37,16 +37,11 @@ const _: () = {
 #[no_mangle]
 pub unsafe extern "C" fn RFFIFunctionCallFrame(frame: *mut RFFICallFrame) -> i32 {
     if frame.is_null() {
-        // SAFETY: a NULL function makes RFFIFunctionCall raise its ValueError and return -1
-        // without touching the other arguments.
-        return unsafe {
-            capi::function::RFFIFunctionCall(
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                0,
-                core::ptr::null_mut(),
-            )
-        };
+        return capi::boundary::guard(|| {
+            Err(rffi_core::Error::value_error(
+                "RFFIFunctionCallFrame: `frame` is NULL",
+            ))
+        });
     }
     // SAFETY: a valid frame per the contract; the arguments start right after the header.
     unsafe {

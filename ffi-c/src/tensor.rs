@@ -11,7 +11,10 @@ use std::ffi::c_void;
 /// runs once, when the last reference to `*out` is dropped; on failure (bad argument, invalid
 /// tensor) it has already run when -1 is returned. Invalid tensors are ValueErrors naming the
 /// field: NULL data with elements, negative ndim or shape entry, NULL shape with ndim > 0, an
-/// unknown or malformed dtype (lanes 0, ...), an unknown device type.
+/// unknown or malformed dtype (lanes 0, a bit width no type has, ...), an unknown device type, and
+/// a layout any of whose byte extents does not fit in 2^63-1 bytes (`numel · itemsize`, a
+/// dimension's `stride · (dim − 1) · itemsize`, their sum, the sum plus `byte_offset`; the error
+/// names the dimension).
 ///
 /// `require_alignment` (bytes; 0 for none) rejects data whose `data + byte_offset` is not
 /// aligned; a non-zero `require_contiguous` rejects non-contiguous strides. Both are ValueErrors.
@@ -34,7 +37,7 @@ pub unsafe extern "C" fn RFFITensorFromDLPack(
 /// `RFFITensorFromDLPack`, and also: a major version other than `DLPACK_MAJOR_VERSION` is a
 /// ValueError (the deleter still runs), `DLPACK_FLAG_BITMASK_READ_ONLY` is kept (functions that
 /// write refuse the tensor, and exports carry the flag), and
-/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` is refused.
+/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` and flag bits DLPack does not define are refused.
 ///
 /// # Safety
 /// As `RFFITensorFromDLPack`.

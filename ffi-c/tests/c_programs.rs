@@ -83,6 +83,17 @@ fn core_abi_from_c() {
 }
 
 #[test]
+fn every_entry_point_refuses_bad_inputs() {
+    // -rdynamic: the allocator test expects the runtime to name its callbacks by symbol.
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_bad_inputs.c",
+        &["-std=c99", "-pedantic", "-rdynamic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn foreign_callbacks_held_to_the_calling_convention() {
     let out = run(&build(
         &cc(),

@@ -198,6 +198,17 @@ impl<'a> AnyView<'a> {
     /// reference gives up its object, objects gain a reference.
     pub fn to_owned(&self) -> Result<Any> {
         let raw = self.0;
+        let borrowing = matches!(
+            raw.type_index,
+            kRFFIRawStr | kRFFIByteArrayPtr | kRFFIObjectRValueRef | kRFFIDLTensorPtr
+        );
+        if !borrowing {
+            // What the copy would own must be well-formed (small lengths, known indices, live
+            // objects): the runtime's one value validator.
+            // SAFETY: the view is valid for 'a, so a non-NULL object pointer is live.
+            unsafe { crate::foreign::check_value(&raw) }
+                .map_err(|why| Error::value_error(format!("invalid value: {why}")))?;
+        }
         // SAFETY: in every arm, the view is valid for 'a, so its pointers and objects are live.
         unsafe {
             match raw.type_index {

@@ -17,6 +17,7 @@ pub mod dtype;
 pub mod error;
 pub mod foreign;
 pub mod function;
+mod lifetime_map;
 pub mod map;
 pub mod module;
 pub mod object;

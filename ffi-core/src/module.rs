@@ -10,13 +10,13 @@
 use crate::abi::*;
 use crate::error::{Error, Result};
 use crate::function::Function;
+use crate::lifetime_map::LifetimeMap;
 use crate::object::{
     alloc_object_with_deleter, body, obj_box_deleter, static_object_type, ObjectRef,
 };
 use crate::plugin::{byte_array, check};
 use core::ffi::c_void;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
-use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -35,7 +35,7 @@ struct ModuleBody {
     /// Names the plugin registered in `rffi_plugin_init`, in order.
     registered: Vec<String>,
     /// `__rffi_<name>` symbols found so far, as functions.
-    symbols: Mutex<FxHashMap<String, Function>>,
+    symbols: Mutex<LifetimeMap<String, Function>>,
 }
 
 /// The one deleter of modules made here, by which `own_body` recognizes them.
@@ -44,8 +44,8 @@ unsafe extern "C" fn module_deleter(obj: *mut c_void, flags: i32) {
     unsafe { obj_box_deleter::<ModuleBody>(obj, flags) }
 }
 
-fn loaded() -> &'static Mutex<FxHashMap<PathBuf, Module>> {
-    static LOADED: OnceLock<Mutex<FxHashMap<PathBuf, Module>>> = OnceLock::new();
+fn loaded() -> &'static Mutex<LifetimeMap<PathBuf, Module>> {
+    static LOADED: OnceLock<Mutex<LifetimeMap<PathBuf, Module>>> = OnceLock::new();
     LOADED.get_or_init(Default::default)
 }
 
@@ -219,7 +219,7 @@ impl Module {
             path: path.to_owned(),
             lib: core::mem::ManuallyDrop::new(lib),
             registered,
-            symbols: Mutex::new(FxHashMap::default()),
+            symbols: Mutex::new(LifetimeMap::default()),
         };
         // SAFETY: `module_deleter` forwards to `obj_box_deleter::<ModuleBody>`.
         Ok(Module(unsafe {

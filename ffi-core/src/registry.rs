@@ -11,7 +11,6 @@ use crate::function::Function;
 use crate::plugin::{byte_array, check, host};
 use crate::{Array, ObjectRef, ObjectType};
 use core::ptr::NonNull;
-use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
 
 /// A function declared at compile time; see `register_global!`.
@@ -27,7 +26,7 @@ inventory::collect!(StaticFunction);
 
 /// Keys are the names' bytes, so a lookup by a name from C needs no UTF-8 check (an invalid name
 /// simply is not there); registration checks UTF-8.
-type Table = FxHashMap<Box<[u8]>, Function>;
+type Table = crate::lifetime_map::LifetimeMap<Box<[u8]>, Function>;
 
 fn table() -> &'static RwLock<Table> {
     static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
@@ -51,10 +50,23 @@ fn table() -> &'static RwLock<Table> {
 }
 
 /// Registers `f` as `name`. An existing name is an error unless `allow_override`.
-pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Result<()> {
+/// The one rule for names that enter the runtime (global function names, type keys, error
+/// kinds): not empty, and no NUL byte, which would cut the name short wherever it is read as a C
+/// string (a `dlsym`, a C caller's `printf`) and make two different names look alike.
+pub fn check_name(what: &str, name: &str) -> Result<()> {
     if name.is_empty() {
-        return Err(Error::value_error("global function name must not be empty"));
+        return Err(Error::value_error(format!("{what} must not be empty")));
     }
+    if let Some(at) = name.bytes().position(|b| b == 0) {
+        return Err(Error::value_error(format!(
+            "{what} {name:?} contains a NUL byte (at {at})"
+        )));
+    }
+    Ok(())
+}
+
+pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Result<()> {
+    check_name("a global function name", name)?;
     f.set_name(name);
     if let Some(host) = host() {
         let name = byte_array(name.as_bytes());

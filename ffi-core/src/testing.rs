@@ -35,6 +35,7 @@ register_builtin_packed!("testing.apply", |args: &[AnyView<'_>]| {
 register_builtin!("testing.raise_error", |kind: String,
                                           message: String|
  -> Result<()> {
+    crate::registry::check_name("an error kind", &kind)?;
     Err(Error::new(&kind, message))
 });
 

@@ -2,9 +2,9 @@
 //! (indices from `kRFFIDynObjectBegin`).
 
 use crate::abi::*;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::lifetime_map::LifetimeMap;
 use crate::plugin::{byte_array, check, host};
-use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
 
 /// Keys of the fixed indices, as tvm-ffi names them (the POD ones are pseudo-keys).
@@ -38,7 +38,7 @@ const STATIC_KEYS: &[(i32, &str)] = &[
 ];
 
 struct TypeTable {
-    by_key: FxHashMap<Box<str>, i32>,
+    by_key: LifetimeMap<Box<str>, i32>,
     /// Keys of dynamic types, indexed by `index - kRFFIDynObjectBegin`.
     dynamic: Vec<&'static str>,
 }
@@ -46,7 +46,10 @@ struct TypeTable {
 fn table() -> &'static RwLock<TypeTable> {
     static TABLE: OnceLock<RwLock<TypeTable>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let by_key = STATIC_KEYS.iter().map(|&(i, k)| (k.into(), i)).collect();
+        let mut by_key = LifetimeMap::default();
+        for &(i, k) in STATIC_KEYS {
+            by_key.insert(k.into(), i);
+        }
         RwLock::new(TypeTable {
             by_key,
             dynamic: Vec::new(),
@@ -91,11 +94,9 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
 }
 
 /// Returns the index of `key`, registering it as a new dynamic object type if unknown. An empty
-/// key is a ValueError.
+/// key or one with a NUL byte is a ValueError.
 pub fn get_or_alloc_type_index(key: &str) -> Result<i32> {
-    if key.is_empty() {
-        return Err(Error::value_error("a type key must not be empty"));
-    }
+    crate::registry::check_name("a type key", key)?;
     if let Some(host) = host() {
         let mut out = -1;
         // SAFETY: the host's entry point with a valid key and out-pointer.

@@ -97,3 +97,32 @@ fn eight_threads_register_look_up_and_call() {
         .count();
     assert!(left <= THREADS * 10);
 }
+
+/// Names enter the runtime through one check: function names, type keys and error kinds that are
+/// empty or hold a NUL byte are refused, naming what was wrong.
+#[test]
+fn names_with_nul_or_empty_are_refused_everywhere() {
+    let f = Function::from_typed(|| 1i64);
+    for name in ["", "a\0b", "\0", "tail\0"] {
+        let e = register_global_func(name, f.clone(), true).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(
+            e.message().starts_with("a global function name "),
+            "{}",
+            e.message()
+        );
+        assert!(get_global_func(name).is_none());
+        let e = rffi_core::type_table::get_or_alloc_type_index(name).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(e.message().starts_with("a type key "), "{}", e.message());
+        let raise = get_global_func("testing.raise_error").unwrap();
+        let e = raise.call(&[Any::from(name), Any::from("m")]).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(e.message().starts_with("an error kind "), "{}", e.message());
+    }
+    let e = register_global_func("x\0y", f, false).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "a global function name \"x\\0y\" contains a NUL byte (at 1)"
+    );
+}

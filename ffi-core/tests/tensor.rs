@@ -1051,6 +1051,18 @@ unsafe extern "C" fn silent_failing_allocator(
     -1
 }
 
+/// Reports a MemoryError with an empty message.
+unsafe extern "C" fn empty_message_allocator(
+    _: *mut DLTensor,
+    _: *mut *mut DLManagedTensorVersioned,
+    ctx: *mut c_void,
+    set_error: RFFIDLPackSetError,
+) -> i32 {
+    // SAFETY: the runtime's set_error with its context and NUL-terminated strings.
+    unsafe { set_error.unwrap()(ctx, c"MemoryError".as_ptr(), c"".as_ptr()) };
+    -1
+}
+
 #[test]
 fn environment_allocator_serves_every_device_on_its_thread() {
     let prev = tensor::set_env_allocator(Some(test_allocator), false);
@@ -1096,10 +1108,29 @@ fn environment_allocator_serves_every_device_on_its_thread() {
         p,
         test_allocator as unsafe extern "C" fn(_, _, _, _) -> _
     )));
+    // A failure without an error, or with an empty message, names the allocator.
     let e = Tensor::empty(&[1], DataType::float(32), Device::cpu()).unwrap_err();
-    assert_eq!(
-        e.message(),
-        "Tensor::empty: the environment allocator failed (returned -1) without reporting an error"
+    let at = format!("{:p}", silent_failing_allocator as *const c_void);
+    assert!(
+        e.message()
+            .starts_with("Tensor::empty: the environment allocator ")
+            && e.message().contains(&at)
+            && e.message()
+                .ends_with(" failed (returned -1) without reporting an error"),
+        "{}",
+        e.message()
+    );
+    tensor::set_env_allocator(Some(empty_message_allocator), false);
+    let e = Tensor::empty(&[1], DataType::float(32), Device::cpu()).unwrap_err();
+    let at = format!("{:p}", empty_message_allocator as *const c_void);
+    assert_eq!(e.kind(), "MemoryError");
+    assert!(
+        e.message().contains(&at)
+            && e.message().ends_with(
+                " failed (returned -1) and reported a MemoryError with an empty message"
+            ),
+        "{}",
+        e.message()
     );
     tensor::set_env_allocator(None, false);
     assert!(tensor::env_allocator().is_none());

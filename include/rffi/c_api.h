@@ -492,7 +492,8 @@ void RFFIErrorMoveFromRaised(RFFIObjectHandle *out);
 
 /**
  * Creates an Error object from kind, message and a traceback text (most recent call first, may
- * be NULL). Does not raise it.
+ * be NULL). Does not raise it. A kind that is empty, not UTF-8 or holds a NUL byte is a
+ * ValueError.
  *
  * # Safety
  * Non-null byte arrays must be valid; `out` must be writable.
@@ -571,7 +572,8 @@ int32_t RFFIFunctionGetGlobal(const struct RFFIByteArray *name, RFFIObjectHandle
 
 /**
  * Registers `func` under `name` (the registry takes its own reference). An existing name is a
- * KeyError unless `allow_override` is non-zero; a name that is empty or not UTF-8 is a ValueError.
+ * KeyError unless `allow_override` is non-zero; a name that is empty, not UTF-8 or holds a NUL
+ * byte is a ValueError.
  *
  * # Safety
  * `name` must point to a valid byte array; `func` must be NULL or a live object.
@@ -681,7 +683,8 @@ int32_t RFFITypeKeyToIndex(const struct RFFIByteArray *type_key, int32_t *out);
 
 /**
  * Returns the index of a type key, registering it as a new object type (index >= 128) if it is
- * unknown. Types are never unregistered.
+ * unknown. Types are never unregistered. A key that is empty, not UTF-8 or holds a NUL byte is a
+ * ValueError.
  *
  * # Safety
  * `type_key` must point to a valid byte array; `out` must be writable.
@@ -692,7 +695,8 @@ int32_t RFFITypeRegisterKey(const struct RFFIByteArray *type_key, int32_t *out);
  * Wraps a foreign handle as an object (`kRFFIOpaquePyObject` for a Python object, or a type
  * registered with `RFFITypeRegisterKey`): the handle sits in an `RFFIOpaqueObjectCell` at offset
  * 24, and `deleter(handle)` runs once when the last reference goes. Static non-opaque indices
- * (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError.
+ * (below 128, other than `kRFFIOpaquePyObject`) are refused with a ValueError, and an index
+ * that was never registered with a KeyError. On failure the caller keeps `handle`.
  *
  * # Safety
  * `deleter`, if not NULL, must be callable on `handle` from any thread; `out` must be writable.
@@ -792,7 +796,10 @@ int32_t RFFIFunctionCallFrame(struct RFFICallFrame *frame);
  * runs once, when the last reference to `*out` is dropped; on failure (bad argument, invalid
  * tensor) it has already run when -1 is returned. Invalid tensors are ValueErrors naming the
  * field: NULL data with elements, negative ndim or shape entry, NULL shape with ndim > 0, an
- * unknown or malformed dtype (lanes 0, ...), an unknown device type.
+ * unknown or malformed dtype (lanes 0, a bit width no type has, ...), an unknown device type, and
+ * a layout any of whose byte extents does not fit in 2^63-1 bytes (`numel · itemsize`, a
+ * dimension's `stride · (dim − 1) · itemsize`, their sum, the sum plus `byte_offset`; the error
+ * names the dimension).
  *
  * `require_alignment` (bytes; 0 for none) rejects data whose `data + byte_offset` is not
  * aligned; a non-zero `require_contiguous` rejects non-contiguous strides. Both are ValueErrors.
@@ -811,7 +818,7 @@ int32_t RFFITensorFromDLPack(struct DLManagedTensor *from,
  * `RFFITensorFromDLPack`, and also: a major version other than `DLPACK_MAJOR_VERSION` is a
  * ValueError (the deleter still runs), `DLPACK_FLAG_BITMASK_READ_ONLY` is kept (functions that
  * write refuse the tensor, and exports carry the flag), and
- * `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` is refused.
+ * `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` and flag bits DLPack does not define are refused.
  *
  * # Safety
  * As `RFFITensorFromDLPack`.

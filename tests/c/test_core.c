@@ -124,6 +124,8 @@ static void test_rust_function_and_errors(void) {
     CHECK(again == NULL);
   }
   CHECK(RFFIObjectDecRef(err) == 0);
+  /* Both strings are longer than 7 bytes: objects this test owns. */
+  CHECK(args[0].type_index == kRFFIStr && RFFIObjectDecRef(args[0].v.v_obj) == 0);
   CHECK(RFFIObjectDecRef(args[1].v.v_obj) == 0);
 
   /* A panic in a Rust function is an error, not an abort. */
@@ -133,6 +135,7 @@ static void test_rust_function_and_errors(void) {
     CHECK(RFFIStringFromByteArray(&pm, &args[0]) == 0);
     CHECK(RFFIFunctionCall(p, args, 1, &result) == -1);
     expect_error("RuntimeError", "panic: deliberate");
+    CHECK(args[0].type_index == kRFFIStr && RFFIObjectDecRef(args[0].v.v_obj) == 0);
     CHECK(RFFIObjectDecRef(p) == 0);
   }
   CHECK(RFFIObjectDecRef(add_one) == 0);

@@ -116,6 +116,8 @@ pub unsafe extern "C" fn RFFIErrorCreate(
         let out = out_ptr(out, F, "out")?;
         // SAFETY: valid byte arrays per the contract.
         let (kind, message) = unsafe { (utf8(kind, F, "kind")?, bytes(message, F, "message")?) };
+        crate::registry::check_name("an error kind", kind)
+            .map_err(|e| Error::value_error(format!("{F}: `kind`: {}", e.message())))?;
         let backtrace = if backtrace.is_null() {
             ""
         } else {

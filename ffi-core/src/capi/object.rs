@@ -74,11 +74,10 @@ pub unsafe extern "C" fn RFFITypeRegisterKey(type_key: *const RFFIByteArray, out
         let out = out_ptr(out, F, "out")?;
         // SAFETY: a valid byte array per the contract.
         let key = unsafe { utf8(type_key, F, "type_key") }?;
-        if key.is_empty() {
-            return Err(Error::value_error(format!("{F}: `type_key` is empty")));
-        }
+        let index = type_table::get_or_alloc_type_index(key)
+            .map_err(|e| Error::value_error(format!("{F}: `type_key`: {}", e.message())))?;
         // SAFETY: checked writable out-pointer.
-        unsafe { out.write(type_table::get_or_alloc_type_index(key)?) };
+        unsafe { out.write(index) };
         Ok(())
     })
 }
@@ -102,6 +101,13 @@ pub unsafe extern "C" fn RFFIObjectCreateOpaque(
             return Err(Error::value_error(format!(
                 "{F}: type index {type_index} is not an opaque type (use {kRFFIOpaquePyObject} or \
                  a registered index >= {kRFFIDynObjectBegin})"
+            )));
+        }
+        if type_index != kRFFIOpaquePyObject && type_table::type_index_to_key(type_index).is_none()
+        {
+            return Err(Error::key_error(format!(
+                "{F}: type index {type_index} was never registered (register a type key with \
+                 RFFITypeRegisterKey first)"
             )));
         }
         // SAFETY: forwarded contract.

@@ -150,6 +150,28 @@ unsafe extern "C" fn store_error(ctx: *mut c_void, kind: *const c_char, message:
     unsafe { *ctx.cast::<Option<Error>>() = Some(err) };
 }
 
+/// "the environment allocator `symbol` (address)", the symbol as the dynamic loader knows it.
+fn describe_allocator(hook: *const c_void) -> String {
+    // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills.
+    let symbol = unsafe {
+        let mut info: libc::Dl_info = core::mem::zeroed();
+        // dladdr names the nearest exported symbol below the address: only an exact match is
+        // the allocator's own name.
+        (libc::dladdr(hook, &mut info) != 0
+            && !info.dli_sname.is_null()
+            && core::ptr::eq(info.dli_saddr.cast_const(), hook))
+        .then(|| {
+            CStr::from_ptr(info.dli_sname)
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    match symbol {
+        Some(s) => format!("the environment allocator `{s}` ({hook:p})"),
+        None => format!("the environment allocator at {hook:p}"),
+    }
+}
+
 /// Allocates through an environment allocator and imports the result.
 fn with_hook(
     hook: unsafe extern "C" fn(
@@ -192,12 +214,22 @@ fn with_hook(
         )
     };
     if rc != 0 {
-        return Err(error.unwrap_or_else(|| {
-            Error::runtime_error(format!(
-                "{func}: the environment allocator failed (returned {rc}) without reporting an \
-                 error"
-            ))
-        }));
+        let name = || describe_allocator(hook as *const c_void);
+        return Err(match error {
+            Some(e) if !e.message().is_empty() => e,
+            Some(e) => Error::new(
+                &e.kind(),
+                format!(
+                    "{func}: {} failed (returned {rc}) and reported a {} with an empty message",
+                    name(),
+                    e.kind()
+                ),
+            ),
+            None => Error::runtime_error(format!(
+                "{func}: {} failed (returned {rc}) without reporting an error",
+                name()
+            )),
+        });
     }
     let Some(managed) = NonNull::new(out) else {
         return Err(Error::runtime_error(format!(
