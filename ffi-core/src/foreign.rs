@@ -1,7 +1,8 @@
 //! Entering foreign code: the one place where the runtime calls a C callback, that is, a function
 //! made with `RFFIFunctionCreate` / `Function::from_safe_call`. That covers C callbacks, every
 //! Python callback and every `__rffi_<name>` function a plugin exports, whether the call comes
-//! from C (`RFFIFunctionCall`, which jumps here directly), from Rust or from Python.
+//! from C (`RFFIFunctionCall`), from Rust or from Python: their `safe_call` is `c_call`, whose
+//! body this is.
 //!
 //! `call_c` first guards the call depth and the C stack left (`call_depth`), then holds the
 //! callee to the calling convention's one failure contract: 0 on success, or

@@ -86,8 +86,6 @@ fn reject_call(
     -1
 }
 
-type SafeCallFn = unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32;
-
 /// See `RFFIFunctionCall` in the C header (`include/rffi/c_api.h`).
 ///
 /// # Safety
@@ -108,12 +106,9 @@ pub unsafe extern "C" fn RFFIFunctionCall(
     if !obj.is_null() && !result.is_null() && args_ok && is_function() {
         // SAFETY: a live Function: its cell is at offset 24.
         if let Some(call) = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call } {
-            if std::ptr::fn_addr_eq(call, crate::function::c_call as SafeCallFn) {
-                // A C callback of this runtime: `c_call`'s body inlined here, saving a jump.
-                // SAFETY: `c_call` is only ever the entry of `from_safe_call` functions; checked
-                // arguments.
-                return unsafe { crate::foreign::call_c(func, args, num_args, result) };
-            }
+            // A tail jump, for every kind of function. A C callback's entry (`c_call`) guards the
+            // call depth and checks the callee's status and result, which needs a stack frame
+            // here if it were inlined: every Rust function's call would pay for it.
             // SAFETY: checked arguments; the function object itself is the handle.
             return unsafe { call(func, args, num_args, result) };
         }

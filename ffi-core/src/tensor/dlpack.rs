@@ -89,7 +89,7 @@ unsafe fn try_build(
     // SAFETY: `src_shape` is non-NULL (n > 0) with n readable entries per the contract, as is a
     // non-NULL `src_strides`; `shape` and `strides` are the new object's tail, with room for n of
     // each. The usual ranks get a copy unrolled for their n.
-    let (any_bits, numel, overflow) = unsafe {
+    let (any_bits, numel, reach, overflow) = unsafe {
         let copy = |k| copy_dims(k, src_shape, src_strides, shape, strides);
         match n {
             1 => copy(1),
@@ -117,15 +117,22 @@ unsafe fn try_build(
             fields.device.device_type,
             require_alignment,
         );
+    // The extent, conservatively (both directions of the strides summed, so what passes here
+    // passes `byte_extent` in the full checks): every byte offset fits in i64. Common dtypes are
+    // whole bytes of one lane.
     if ok {
-        // SAFETY: the n entries of each tail array; strides are filled when given.
-        let (dims, given) = unsafe {
-            (
-                core::slice::from_raw_parts(shape, n),
-                (!src_strides.is_null()).then(|| core::slice::from_raw_parts(strides, n)),
-            )
+        let item = u64::from(fields.dtype.bits / 8);
+        let span = if numel == 0 {
+            0
+        } else if src_strides.is_null() {
+            numel as u64
+        } else {
+            reach.max(numel as u64 - 1) + 1
         };
-        ok = byte_extent(dims, given, elem_bits(fields.dtype), fields.byte_offset, "").is_ok();
+        ok = span
+            .checked_mul(item)
+            .and_then(|b| b.checked_add(fields.byte_offset))
+            .is_some_and(|end| end <= i64::MAX as u64);
     }
     if ok {
         if src_strides.is_null() {
@@ -156,9 +163,10 @@ unsafe fn try_build(
 }
 
 /// Copies `n` dimensions (and strides, when `src_strides` is not NULL) into a new tensor's tail.
-/// Returns the OR of all dimensions (negative iff one is), their product, and whether a step of
-/// that product overflowed (if none did, the product is the element count; a zero dimension
-/// after an overflow makes a valid empty tensor, rare enough to leave to the full checks).
+/// Returns the OR of all dimensions (negative iff one is), their product, the elements the
+/// strides reach (the sum of `|stride| · (dim − 1)`), and whether a step of the product or of the
+/// reach overflowed (if none did, the product is the element count; a zero dimension after an
+/// overflow makes a valid empty tensor, rare enough to leave to the full checks).
 ///
 /// # Safety
 /// `src_shape` (and a non-NULL `src_strides`) holds `n` readable entries; `shape` and `strides`
@@ -170,15 +178,21 @@ unsafe fn copy_dims(
     src_strides: *const i64,
     shape: *mut i64,
     strides: *mut i64,
-) -> (i64, i64, bool) {
+) -> (i64, i64, u64, bool) {
     let (mut any_bits, mut numel, mut overflow) = (0i64, 1i64, false);
+    let mut reach = 0u64;
     for i in 0..n {
         // SAFETY: `i < n`, per the contract.
         unsafe {
             let d = src_shape.add(i).read();
             shape.add(i).write(d);
             if !src_strides.is_null() {
-                strides.add(i).write(src_strides.add(i).read());
+                let s = src_strides.add(i).read();
+                strides.add(i).write(s);
+                let (r, o1) = (d as u64).wrapping_sub(1).overflowing_mul(s.unsigned_abs());
+                let (sum, o2) = reach.overflowing_add(if d > 0 { r } else { 0 });
+                reach = sum;
+                overflow |= o1 && d > 0 || o2;
             }
             any_bits |= d;
             let (product, o) = numel.overflowing_mul(d);
@@ -186,7 +200,7 @@ unsafe fn copy_dims(
             overflow |= o;
         }
     }
-    (any_bits, numel, overflow)
+    (any_bits, numel, reach, overflow)
 }
 
 /// Bits per element (bits × lanes) of a data type.
@@ -763,8 +777,17 @@ mod tests {
             };
             let reversed: Vec<i64> = compact.iter().rev().copied().collect();
             let mut shape = shape.clone();
-            for mut strides in [None, Some(compact), Some(reversed)] {
-                for (data, byte_offset) in [(data, 0), (core::ptr::null_mut(), 0), (data, 4)] {
+            // Extremes whose byte extents overflow: the fast path must leave them to the checks.
+            let huge = vec![(1i64 << 62) - 1; n];
+            let min = vec![i64::MIN; n];
+            for mut strides in [None, Some(compact), Some(reversed), Some(huge), Some(min)] {
+                for (data, byte_offset) in [
+                    (data, 0),
+                    (core::ptr::null_mut(), 0),
+                    (data, 4),
+                    (data, i64::MAX as u64 - 2),
+                    (data, u64::MAX),
+                ] {
                     for &dtype in &dtypes {
                         for (device_type, device_id) in devices {
                             let dl = DLTensor {
