@@ -11,7 +11,8 @@
 //! - the C stack left to this thread: a callback is not entered with less than `reserve` bytes
 //!   left (a quarter of the stack, at most 256 KiB), which protects threads with small stacks
 //!   and callbacks with large frames (a Python callback uses far more stack than a C one), both of
-//!   which a fixed depth cannot.
+//!   which a fixed depth cannot. Code running on another stack (a fiber's or coroutine's, a
+//!   signal stack), below the thread's own, has only the depth limit: its size is unknown.
 //!
 //! The fast path is one thread-local access (depth and stack floor share one slot) and two
 //! compares; everything else is out of line.
@@ -41,11 +42,14 @@ pub(crate) struct Guard {
     /// The lowest stack address a callback may be entered at: `usize::MAX` until this thread's
     /// stack has been measured, 0 when it cannot be.
     floor: Cell<usize>,
+    /// The lowest address of this thread's stack. Below it the code runs on another stack (a
+    /// fiber's, a signal stack) whose size is unknown: only the depth limit applies there.
+    low: Cell<usize>,
 }
 
 thread_local! {
     pub(crate) static GUARD: Guard = const {
-        Guard { depth: Cell::new(0), floor: Cell::new(usize::MAX) }
+        Guard { depth: Cell::new(0), floor: Cell::new(usize::MAX), low: Cell::new(0) }
     };
 }
 
@@ -75,7 +79,10 @@ impl Guard {
     fn check(&self, depth: u32, sp: usize, describe: impl FnOnce() -> String) -> Result<()> {
         let limit = max_call_depth()?;
         if self.floor.get() == usize::MAX {
-            self.floor.set(stack_floor().unwrap_or(0));
+            let (low, size) = stack_bounds().unwrap_or((0, 0));
+            self.low.set(low);
+            self.floor
+                .set(if size == 0 { 0 } else { low + reserve(size) });
         }
         if depth >= limit {
             return Err(Error::new(
@@ -88,7 +95,7 @@ impl Guard {
                 ),
             ));
         }
-        if sp < self.floor.get() {
+        if sp < self.floor.get() && sp >= self.low.get() {
             let (low, size) = stack_bounds().unwrap_or((0, 0));
             return Err(Error::new(
                 "RecursionError",
@@ -155,12 +162,6 @@ pub fn set_max_call_depth(limit: i64) -> Result<u32> {
 /// The stack to keep free below a callback's entry, for a stack of `size` bytes.
 fn reserve(size: usize) -> usize {
     (size / 4).min(MAX_RESERVE)
-}
-
-/// This thread's stack floor: its lowest address plus the reserve.
-fn stack_floor() -> Option<usize> {
-    let (low, size) = stack_bounds()?;
-    Some(low + reserve(size))
 }
 
 /// This thread's stack: lowest address and size (Linux; `None` elsewhere or on failure).

@@ -4,8 +4,9 @@
  * through a Rust function (testing.apply).
  *
  * Run with RFFI_MAX_CALL_DEPTH unset: main sets it to check that it is read. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <ucontext.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "rffi/c_api.h"
@@ -265,6 +266,28 @@ static void test_stack_guard(void) {
   CHECK(RFFISetMaxCallDepth(prev, NULL) == 0);
 }
 
+/* A callback entered on another stack (a fiber's, made with makecontext on heap memory, below
+ * the thread's own stack) is not mistaken for one at the end of the thread's stack. */
+static ucontext_t g_thread_context, g_fiber_context;
+
+static void on_fiber(void) {
+  RFFIAny result;
+  CHECK(run_recursion(50, 0, &result) == 0 && result.v.v_int64 == 50);
+  CHECK(run_recursion(50, 1, &result) == 0 && result.v.v_int64 == 50);
+}
+
+static void test_callbacks_on_another_stack(void) {
+  size_t size = 1 << 20;
+  char* stack = (char*)malloc(size);
+  CHECK(stack != NULL && getcontext(&g_fiber_context) == 0);
+  g_fiber_context.uc_stack.ss_sp = stack;
+  g_fiber_context.uc_stack.ss_size = size;
+  g_fiber_context.uc_link = &g_thread_context;
+  makecontext(&g_fiber_context, on_fiber, 0);
+  CHECK(swapcontext(&g_thread_context, &g_fiber_context) == 0);
+  free(stack);
+}
+
 int main(void) {
   /* Read when the first callback is entered. */
   setenv("RFFI_MAX_CALL_DEPTH", "77", 1);
@@ -272,5 +295,6 @@ int main(void) {
   test_malformed_results_are_refused();
   test_call_depth_limit();
   test_stack_guard();
+  test_callbacks_on_another_stack();
   return finish("test_foreign");
 }
