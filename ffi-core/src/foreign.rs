@@ -153,9 +153,7 @@ pub unsafe fn check_value(value: &RFFIAny) -> core::result::Result<(), String> {
             ))
         }
         kRFFISmallStr | kRFFISmallBytes => Ok(()),
-        _ if index < kRFFIStaticObjectBegin || type_index_to_key(index).is_none() => {
-            Err(format!("unknown type index {index}"))
-        }
+        _ if !is_object_index(index) => Err(format!("unknown type index {index}")),
         _ => {
             // SAFETY: object values have `v_obj` live.
             let obj = unsafe { value.v.v_obj };
@@ -176,6 +174,14 @@ pub unsafe fn check_value(value: &RFFIAny) -> core::result::Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Whether `index` is an object type: one of the ABI's (64..=76, no lookup needed) or one
+/// registered at run time.
+#[inline]
+fn is_object_index(index: i32) -> bool {
+    (kRFFIStaticObjectBegin..=crate::type_table::LAST_STATIC_OBJECT).contains(&index)
+        || (index >= kRFFIDynObjectBegin && type_index_to_key(index).is_some())
 }
 
 /// `check_value` for the result of the foreign function `function` (a description such as

@@ -37,6 +37,10 @@ const STATIC_KEYS: &[(i32, &str)] = &[
     (76, "ffi.Dict"),
 ];
 
+/// The last of the fixed object indices (`ffi.Dict`): 64..=76 are known without a lookup.
+pub(crate) const LAST_STATIC_OBJECT: i32 = 76;
+const _: () = assert!(STATIC_KEYS[STATIC_KEYS.len() - 1].0 == LAST_STATIC_OBJECT);
+
 struct TypeTable {
     by_key: LifetimeMap<Box<str>, i32>,
     /// Keys of dynamic types, indexed by `index - kRFFIDynObjectBegin`.
