@@ -95,9 +95,9 @@ pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle)
 
 /// Sets the maximum call depth of C callbacks (callbacks entered and not yet returned on one
 /// thread), for every thread; `*opt_out_prev` (if not NULL) receives the previous limit.
-/// `max_depth` must be at least 1 (a ValueError otherwise). The default is 10000, or the value
-/// of the environment variable `RFFI_MAX_CALL_DEPTH` when set; the global function
-/// `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
+/// `max_depth` must be at least 1 (a ValueError otherwise). The default is
+/// `RFFI_DEFAULT_MAX_CALL_DEPTH` (10000), or the value of the environment variable
+/// `RFFI_MAX_CALL_DEPTH` when set; the global function `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
 /// little of the thread's C stack left, fails the call with a RecursionError.
 ///
 /// # Safety

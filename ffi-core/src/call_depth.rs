@@ -5,7 +5,7 @@
 //!
 //! Two limits, either of which raises a RecursionError (Python maps it to its own):
 //! - the call depth: C callbacks entered and not yet returned on this thread, at most
-//!   `max_call_depth()` (default `DEFAULT_MAX_CALL_DEPTH`; the environment variable
+//!   `max_call_depth()` (default `RFFI_DEFAULT_MAX_CALL_DEPTH`; the environment variable
 //!   `RFFI_MAX_CALL_DEPTH`, `RFFISetMaxCallDepth` or the global function `ffi.SetMaxCallDepth`
 //!   change it);
 //! - the C stack left to this thread: a callback is not entered with less than `reserve` bytes
@@ -17,14 +17,10 @@
 //! The fast path is one thread-local access (depth and stack floor share one slot) and two
 //! compares; everything else is out of line.
 
+use crate::abi::RFFI_DEFAULT_MAX_CALL_DEPTH;
 use crate::error::{Error, Result};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-/// The default maximum call depth. A C round trip (callback → `RFFIFunctionCall` → callback)
-/// takes well under 1 KiB of stack, so 10 000 levels fit a 2 MiB thread stack with room to spare;
-/// deeper or heavier recursion meets the stack check instead.
-pub const DEFAULT_MAX_CALL_DEPTH: u32 = 10_000;
 
 /// The environment variable read (once, on the first callback entered) for the maximum depth.
 pub const MAX_CALL_DEPTH_ENV: &str = "RFFI_MAX_CALL_DEPTH";
@@ -102,8 +98,8 @@ impl Guard {
                 format!(
                     "C stack nearly exhausted when calling {} at call depth {depth}: {} KiB of \
                      this thread's {} KiB stack left (callbacks need {} KiB); run deep recursion \
-                     on a thread with a larger stack, or lower the call depth limit ({limit}, \
-                     set by {MAX_CALL_DEPTH_ENV}, RFFISetMaxCallDepth or `ffi.SetMaxCallDepth`)",
+                     on a thread with a larger stack (the call depth limit, {limit}, is set by \
+                     {MAX_CALL_DEPTH_ENV}, RFFISetMaxCallDepth or `ffi.SetMaxCallDepth`)",
                     describe(),
                     sp.saturating_sub(low) / 1024,
                     size / 1024,
@@ -123,7 +119,7 @@ pub fn max_call_depth() -> Result<u32> {
         return Ok(limit);
     }
     let from_env = match std::env::var(MAX_CALL_DEPTH_ENV) {
-        Err(_) => DEFAULT_MAX_CALL_DEPTH,
+        Err(_) => RFFI_DEFAULT_MAX_CALL_DEPTH,
         Ok(text) => parse_limit(text.trim()).ok_or_else(|| {
             Error::value_error(format!(
                 "{MAX_CALL_DEPTH_ENV}={text:?} is not a call depth (an integer from 1 to {})",
@@ -154,7 +150,7 @@ pub fn set_max_call_depth(limit: i64) -> Result<u32> {
         )));
     };
     // An invalid environment variable is replaced, not reported, by an explicit setting.
-    let previous = max_call_depth().unwrap_or(DEFAULT_MAX_CALL_DEPTH);
+    let previous = max_call_depth().unwrap_or(RFFI_DEFAULT_MAX_CALL_DEPTH);
     MAX_DEPTH.store(limit, Ordering::Relaxed);
     Ok(previous)
 }

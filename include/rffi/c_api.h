@@ -82,6 +82,14 @@ typedef struct DLManagedTensorVersioned {
 #define RFFI_VERSION_PATCH 0
 
 /**
+ * The default maximum call depth of C callbacks (see `RFFISetMaxCallDepth`). A C round trip
+ * (callback → `RFFIFunctionCall` → callback) takes about 130 bytes of stack in a release build,
+ * so 10 000 levels fit a 2 MiB thread stack; heavier frames (a debug build's, a Python
+ * callback's, about 3 KiB a level) meet the runtime's C-stack check first.
+ */
+#define RFFI_DEFAULT_MAX_CALL_DEPTH 10000
+
+/**
  * Annotation only: "any type". Never stored in a value.
  */
 #define kRFFIAny -1
@@ -194,13 +202,6 @@ typedef struct DLManagedTensorVersioned {
  * empty, so a library that treats unknown modes as "append" changes nothing).
  */
 #define kRFFIBacktraceUpdateModeRender 2
-
-/**
- * The default maximum call depth. A C round trip (callback → `RFFIFunctionCall` → callback)
- * takes well under 1 KiB of stack, so 10 000 levels fit a 2 MiB thread stack with room to spare;
- * deeper or heavier recursion meets the stack check instead.
- */
-#define DEFAULT_MAX_CALL_DEPTH 10000
 
 /**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
@@ -601,15 +602,16 @@ int32_t RFFIFunctionListGlobalNames(RFFIObjectHandle *out);
 /**
  * Sets the maximum call depth of C callbacks (callbacks entered and not yet returned on one
  * thread), for every thread; `*opt_out_prev` (if not NULL) receives the previous limit.
- * `max_depth` must be at least 1 (a ValueError otherwise). The default is 10000, or the value
- * of the environment variable `RFFI_MAX_CALL_DEPTH` when set; the global function
- * `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
+ * `max_depth` must be at least 1 (a ValueError otherwise). The default is
+ * `RFFI_DEFAULT_MAX_CALL_DEPTH` (10000), or the value of the environment variable
+ * `RFFI_MAX_CALL_DEPTH` when set; the global function `ffi.SetMaxCallDepth` does the same. Entering a callback deeper than the limit, or with too
  * little of the thread's C stack left, fails the call with a RecursionError.
  *
  * # Safety
  * `opt_out_prev` must be NULL or writable.
  */
-int32_t RFFISetMaxCallDepth(int32_t max_depth, int32_t *opt_out_prev);
+int32_t RFFISetMaxCallDepth(int32_t max_depth,
+                            int32_t *opt_out_prev);
 
 /**
  * Loads a plugin library into the runtime and gives a new reference to its Module object (the

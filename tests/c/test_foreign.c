@@ -227,7 +227,7 @@ static void test_call_depth_limit(void) {
   /* 100 000 levels under the default limit, straight and through a Rust function: an error
    * (from the depth limit, or the stack guard first where frames are large, as in a debug
    * build), not a crash. */
-  CHECK(RFFISetMaxCallDepth(10000, &prev) == 0 && prev == 2000);
+  CHECK(RFFISetMaxCallDepth(RFFI_DEFAULT_MAX_CALL_DEPTH, &prev) == 0 && prev == 2000);
   CHECK(run_recursion(100000, 0, &result) == -1);
   expect_error("RecursionError", "RFFI_MAX_CALL_DEPTH");
   CHECK(run_recursion(100000, 1, &result) == -1);

@@ -22,6 +22,12 @@ pub const RFFI_VERSION_MINOR: u32 = 1;
 /// Patch version.
 pub const RFFI_VERSION_PATCH: u32 = 0;
 
+/// The default maximum call depth of C callbacks (see `RFFISetMaxCallDepth`). A C round trip
+/// (callback → `RFFIFunctionCall` → callback) takes about 130 bytes of stack in a release build,
+/// so 10 000 levels fit a 2 MiB thread stack; heavier frames (a debug build's, a Python
+/// callback's, about 3 KiB a level) meet the runtime's C-stack check first.
+pub const RFFI_DEFAULT_MAX_CALL_DEPTH: u32 = 10_000;
+
 /// Version triple reported by `RFFIGetVersion`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
