@@ -59,8 +59,7 @@ impl Guard {
         call: impl FnOnce() -> i32,
     ) -> Result<i32> {
         let depth = self.depth.get();
-        let marker = 0u8;
-        let sp = core::ptr::addr_of!(marker) as usize;
+        let sp = stack_pointer();
         if depth >= MAX_DEPTH.load(Ordering::Relaxed) || sp < self.floor.get() {
             self.check(depth, sp, describe)?;
         }
@@ -153,6 +152,36 @@ pub fn set_max_call_depth(limit: i64) -> Result<u32> {
     let previous = max_call_depth().unwrap_or(RFFI_DEFAULT_MAX_CALL_DEPTH);
     MAX_DEPTH.store(limit, Ordering::Relaxed);
     Ok(previous)
+}
+
+/// The current stack pointer. Not the address of a local: AddressSanitizer's use-after-return
+/// detection moves address-taken locals to a heap "fake stack", which would read as a stack
+/// already exhausted.
+#[inline(always)]
+fn stack_pointer() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let sp: usize;
+        // SAFETY: copies the stack pointer register; touches no memory and no flags.
+        unsafe {
+            core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let sp: usize;
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let marker = 0u8;
+        core::hint::black_box(core::ptr::addr_of!(marker)) as usize
+    }
 }
 
 /// The stack to keep free below a callback's entry, for a stack of `size` bytes.
