@@ -6,7 +6,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT const RFFIVersion __rffi__version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
+EXPORT const RFFIVersion rffi_plugin_version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
                                             RFFI_VERSION_PATCH};
 
 EXPORT void noop(void) {}

@@ -1,4 +1,4 @@
-/* A symbol-only plugin for the Python tests (no __rffi__init): functions found by name as
+/* A symbol-only plugin for the Python tests (no rffi_plugin_init): functions found by name as
  * exported __rffi_<name> safe-call symbols. Built by conftest.py with the C compiler. */
 #define _POSIX_C_SOURCE 200112L
 #include <pthread.h>
@@ -8,12 +8,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT const RFFIVersion __rffi__version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
+EXPORT const RFFIVersion rffi_plugin_version = {RFFI_VERSION_MAJOR, RFFI_VERSION_MINOR,
                                             RFFI_VERSION_PATCH};
-EXPORT const RFFIHostApi* __rffi__host_api = NULL;
+EXPORT const RFFIHostApi* rffi_plugin_host_api = NULL;
 
 static int fail(const char* kind, const char* message) {
-  if (__rffi__host_api) __rffi__host_api->error_set_raised_from_cstr(kind, message);
+  if (rffi_plugin_host_api) rffi_plugin_host_api->error_set_raised_from_cstr(kind, message);
   return -1;
 }
 
@@ -60,14 +60,14 @@ struct job {
 
 static void* run_job(void* p) {
   struct job* j = p;
-  j->rc = __rffi__host_api->function_call(j->f, &j->arg, 1, &j->result);
-  if (j->rc != 0) __rffi__host_api->error_move_from_raised(&j->error);
+  j->rc = rffi_plugin_host_api->function_call(j->f, &j->arg, 1, &j->result);
+  if (j->rc != 0) rffi_plugin_host_api->error_move_from_raised(&j->error);
   return NULL;
 }
 
 EXPORT int __rffi_call_in_thread(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   (void)self;
-  if (!__rffi__host_api) return fail("RuntimeError", "no host table");
+  if (!rffi_plugin_host_api) return fail("RuntimeError", "no host table");
   if (n != 2 || args[0].type_index != kRFFIFunction) return fail("TypeError", "call_in_thread(f, x)");
   struct job j;
   memset(&j, 0, sizeof j);
@@ -77,7 +77,7 @@ EXPORT int __rffi_call_in_thread(void* self, const RFFIAny* args, int32_t n, RFF
   if (pthread_create(&t, NULL, run_job, &j) != 0) return fail("RuntimeError", "pthread_create");
   pthread_join(t, NULL);
   if (j.rc != 0) {
-    __rffi__host_api->error_set_raised(j.error);
+    rffi_plugin_host_api->error_set_raised(j.error);
     return -1;
   }
   *result = j.result;
