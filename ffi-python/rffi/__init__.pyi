@@ -139,3 +139,9 @@ def register_error(kind: _E) -> _E: ...
 def register_error(kind: str | None = ..., cls: None = ...) -> Callable[[_E], _E]: ...
 @overload
 def register_error(kind: str, cls: _E) -> _E: ...
+
+from .session import DFunction as DFunction
+from .session import DModule as DModule
+from .session import DRef as DRef
+from .session import ProcessSession as ProcessSession
+from .session import ThreadSession as ThreadSession
