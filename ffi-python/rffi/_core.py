@@ -1119,7 +1119,7 @@ def register_object_decoder(type_index: int, decoder) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The registry
+# The function registry
 
 
 def _name_bytes(name) -> bytes:

@@ -51,7 +51,7 @@ os.environ.setdefault("RFFI_BACKTRACE", "0")
 
 LIB_PATH = _find_library()
 # RTLD_GLOBAL: a C plugin that links librffi.so (by its SONAME) or expects its symbols in the
-# global scope then binds to this very copy, so the process has one registry.
+# global scope then binds to this very copy, so the process has one function registry.
 LIB = ctypes.CDLL(LIB_PATH, mode=ctypes.RTLD_GLOBAL)
 
 c_void_p = ctypes.c_void_p

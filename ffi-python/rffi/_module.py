@@ -87,8 +87,8 @@ CLASS_OF_INDEX[_lib.kModule] = Module
 
 def load_module(path) -> Module:
     """Loads a plugin library (a Rust or C plugin built for this runtime's ABI) and returns its
-    Module; its functions also join the global registry. A library built for another ABI major
-    version is refused with both versions named."""
+    Module; its functions also join the global function registry. A library built for another ABI
+    major version is refused with both versions named."""
     if _lib.ModuleLoadFromFile is None:  # pragma: no cover - library without modules
         raise NotImplementedError("this librffi.so has no module loading (RFFIModuleLoadFromFile)")
     path = os.fspath(path)
