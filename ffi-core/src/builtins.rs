@@ -1,9 +1,9 @@
 //! `ffi.*` functions: container construction and access for bindings that do not know the
-//! containers' layouts (the Python binding, C callers), and registry queries.
+//! containers' layouts (the Python binding, C callers), and function-registry queries.
 
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
-use crate::registry::{register_builtin, register_builtin_packed};
+use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::{Array, Map, Shape};
 
 register_builtin_packed!("ffi.Array", |args: &[AnyView<'_>]| {
