@@ -37,7 +37,7 @@ pub struct DModule(pub DRef);
 pub fn dref_type_index() -> i32 {
     static INDEX: OnceLock<i32> = OnceLock::new();
     *INDEX.get_or_init(|| {
-        rffi_core::type_table::get_or_alloc_type_index("session.DRef")
+        rffi_core::type_registry::get_or_alloc_type_index("session.DRef")
             .expect("registering the session.DRef type")
     })
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 fn session_type_index() -> i32 {
     static INDEX: OnceLock<i32> = OnceLock::new();
     *INDEX.get_or_init(|| {
-        rffi_core::type_table::get_or_alloc_type_index("session.Session")
+        rffi_core::type_registry::get_or_alloc_type_index("session.Session")
             .expect("registering the session.Session type")
     })
 }
