@@ -19,7 +19,7 @@ use crate::abi::*;
 use crate::call_depth::{fast_guard, with_guard};
 use crate::error::{has_raised, set_raised, Error, Result};
 use crate::function::c_target;
-use crate::type_table::type_index_to_key;
+use crate::type_registry::type_index_to_key;
 use core::ffi::c_void;
 
 /// Calls the C callback behind the function object `handle` and normalizes its status.
@@ -219,7 +219,7 @@ pub unsafe fn check_value(value: &RFFIAny) -> core::result::Result<(), String> {
 /// registered at run time.
 #[inline]
 fn is_object_index(index: i32) -> bool {
-    (kRFFIStaticObjectBegin..=crate::type_table::LAST_STATIC_OBJECT).contains(&index)
+    (kRFFIStaticObjectBegin..=crate::type_registry::LAST_STATIC_OBJECT).contains(&index)
         || (index >= kRFFIDynObjectBegin && type_index_to_key(index).is_some())
 }
 

@@ -81,16 +81,16 @@ ENABLED = not REASON
 
 
 def _slot_offsets(object_class: type) -> tuple:
-    """Byte offsets of the ``_handle`` and ``_tidx`` slots in an ``object_class`` instance, found
+    """Byte offsets of the ``_h`` and ``_ti`` slots in an ``object_class`` instance, found
     by writing two distinct ints and looking for them (the library reads the slots in place)."""
     probe = object_class.__new__(object_class)
     a, b = 10**30 + 1, 10**30 + 2
-    probe._handle, probe._tidx = a, b
+    probe._h, probe._ti = a, b
     try:
         words = list((ctypes.c_size_t * (object_class.__basicsize__ // 8)).from_address(id(probe)))
         return 8 * words.index(id(a)), 8 * words.index(id(b))
     finally:
-        probe._handle = 0
+        probe._h = 0
 
 
 def make_function_type(
@@ -111,7 +111,7 @@ def make_function_type(
     * ``take_raised()``: the exception to raise for this thread's raised Error;
     * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
     * ``setters``: the dict of exact argument type -> setter; types mapped to ``set_object``
-      pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots);
+      pass their ``(_ti, _h)`` as they are (read in place from ``object_class``'s slots);
     * ``dlpack_cell``: a one-item list holding the setter of DLPack producers; host-memory
       producers mapped to it (numpy) are exported and imported natively, and types publishing
       ``__dlpack_c_exchange_api__`` (torch) through that API;

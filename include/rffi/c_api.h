@@ -572,9 +572,9 @@ int32_t RFFIFunctionCall(RFFIObjectHandle func,
 int32_t RFFIFunctionGetGlobal(const struct RFFIByteArray *name, RFFIObjectHandle *out);
 
 /**
- * Registers `func` under `name` (the registry takes its own reference). An existing name is a
- * KeyError unless `allow_override` is non-zero; a name that is empty, not UTF-8 or holds a NUL
- * byte is a ValueError.
+ * Registers `func` under `name` (the function registry takes its own reference). An existing name
+ * is a KeyError unless `allow_override` is non-zero; a name that is empty, not UTF-8 or holds a
+ * NUL byte is a ValueError.
  *
  * # Safety
  * `name` must point to a valid byte array; `func` must be NULL or a live object.
@@ -744,18 +744,20 @@ int32_t RFFIPyFastInit(const void *const *table, int32_t n, int64_t object_basic
  * (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
  * `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
  * `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
- * tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
- * package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
- * `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
+ * tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed, set_callable)` described in the
+ * package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_h` and
+ * `_ti` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
  * DLPack producers; the last three serve callback Functions). Instances expose the members
- * `_handle`, `_tidx` and `release_gil`.
+ * `_h`, `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
  * Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
  * `restype = ctypes.py_object`.
  *
  * # Safety
  * The arguments must be live Python objects of the kinds described, and the GIL must be held.
  */
-void *RFFIPyFastMakeFunctionType(void *bases, int64_t base_basicsize, void *hooks);
+void *RFFIPyFastMakeFunctionType(void *bases,
+                                 int64_t base_basicsize,
+                                 void *hooks);
 
 /**
  * `rffi.from_dlpack(obj)` for the producers the call path imports natively (types with a DLPack

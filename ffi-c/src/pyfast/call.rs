@@ -1,10 +1,11 @@
 //! The Function type and its vectorcall entry.
 //!
 //! An instance is the package's Python Function layout (`fields` bytes) followed by
-//! [`Fields`]. The `_handle` and `_tidx` members of the native type shadow the Python slots of the
+//! [`Fields`]. The `_h` and `_ti` members of the native type shadow the Python slots of the
 //! same names, so Python code reads and writes the native fields.
 #![allow(non_upper_case_globals)]
 
+use super::callback;
 use super::cpython::*;
 use super::tensors::{self, ImportError, Imports};
 use super::{hooks, publish_hooks, Hooks};
@@ -65,12 +66,12 @@ pub(super) unsafe fn make_function_type(
         return fail(c"rffi: implausible base __basicsize__");
     }
     // SAFETY: GIL held; a live tuple per the contract.
-    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 12 {
+    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 13 {
         // SAFETY: PyTuple_Size may have raised for a non-tuple; replace it with our message.
         unsafe { (api.PyErr_Clear)() };
-        return fail(c"rffi: hooks must be a 12-tuple");
+        return fail(c"rffi: hooks must be a 13-tuple");
     }
-    // SAFETY: GIL held; a 12-tuple (checked); borrowed items.
+    // SAFETY: GIL held; a 13-tuple (checked); borrowed items.
     let (handle_slot, tidx_slot) = unsafe {
         (
             (api.PyLong_AsLongLong)(tuple_get(api, hooks_tuple, 6)),
@@ -86,10 +87,14 @@ pub(super) unsafe fn make_function_type(
     let base = base_basicsize as usize;
     // The member table (offsets from the instance start): leaked, as the type may refer to it
     // for its whole life on some versions; built once per type (normally once per process).
-    let members: &'static mut [PyMemberDef; 5] = Box::leak(Box::new([
+    // `_h`/`_ti` are the package's own names for the fields; `_handle`/`_tidx`, what users
+    // read, are read-only (a replaced handle would be released or passed without a reference).
+    let members: &'static mut [PyMemberDef; 7] = Box::leak(Box::new([
         member(c"__vectorcalloffset__", T_PYSSIZET, base as isize, READONLY),
-        member(c"_handle", T_LONGLONG, (base + 8) as isize, 0),
-        member(c"_tidx", T_INT, (base + 16) as isize, 0),
+        member(c"_h", T_LONGLONG, (base + 8) as isize, 0),
+        member(c"_ti", T_INT, (base + 16) as isize, 0),
+        member(c"_handle", T_LONGLONG, (base + 8) as isize, READONLY),
+        member(c"_tidx", T_INT, (base + 16) as isize, READONLY),
         member(c"release_gil", T_BOOL, (base + 20) as isize, 0),
         PyMemberDef {
             name: std::ptr::null(),
@@ -134,7 +139,7 @@ pub(super) unsafe fn make_function_type(
     if ty.is_null() {
         return ty;
     }
-    // SAFETY: GIL held; `hooks_tuple` is a 12-tuple (checked); items are borrowed then kept with
+    // SAFETY: GIL held; `hooks_tuple` is a 13-tuple (checked); items are borrowed then kept with
     // our own references, which stay for the life of the process.
     unsafe {
         let item = |k: isize| {
@@ -173,6 +178,7 @@ pub(super) unsafe fn make_function_type(
             decode_arg: item(9),
             write_owned: item(10),
             callback_failed: item(11),
+            set_callable: item(12),
             handle_slot: handle_slot as usize,
             tidx_slot: tidx_slot as usize,
             handle_name,
@@ -367,6 +373,16 @@ unsafe fn pack(
                         imports.import(api, x, a, k, slot).map(|()| true)
                     } else if !setter.is_null() && setter == h.dlpack_setter(api) {
                         imports.import_dlpack(api, h, a, t, slot)
+                    } else if !setter.is_null() && setter == h.set_callable {
+                        // A Python callable, made a Function here (no ctypes call, which would
+                        // turn a RecursionError at the limit into an ArgumentError).
+                        let f = callback::function_from_callable(api, a);
+                        if f.is_null() {
+                            Err(ImportError::Runtime)
+                        } else {
+                            imports.keep_object(f, kRFFIFunction, slot);
+                            Ok(true)
+                        }
                     } else {
                         Ok(false)
                     }
@@ -515,7 +531,8 @@ unsafe fn call_python(
 unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
     // SAFETY: GIL held; `exc` and its type are new references, released here.
     unsafe {
-        let exc = (api.PyObject_CallObject)(h.take_raised, std::ptr::null_mut());
+        let exc =
+            api.with_headroom(|| (api.PyObject_CallObject)(h.take_raised, std::ptr::null_mut()));
         if !exc.is_null() {
             let ty = (api.PyObject_Type)(exc);
             // PyErr_SetObject keeps the instance's __traceback__ (the native frames), as `raise`.

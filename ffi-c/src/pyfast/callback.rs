@@ -211,7 +211,7 @@ unsafe fn raise_python_error(api: &Api, h: &Hooks) -> i32 {
             } else {
                 (api.Py_IncRef)(value);
                 (api.PyTuple_SetItem)(args, 0, value);
-                let r = (api.PyObject_CallObject)(h.callback_failed, args);
+                let r = api.with_headroom(|| (api.PyObject_CallObject)(h.callback_failed, args));
                 (api.Py_DecRef)(args);
                 r
             }

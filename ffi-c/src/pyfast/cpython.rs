@@ -120,6 +120,8 @@ table! {
     f PyErr_NormalizeException: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),
     f PyException_SetTraceback: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,
+    f Py_GetRecursionLimit: unsafe extern "C" fn() -> c_int,
+    f Py_SetRecursionLimit: unsafe extern "C" fn(c_int),
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,
     o _Py_FalseStruct: PyObj,
@@ -187,6 +189,25 @@ impl Api {
     pub(crate) unsafe fn type_of(&self, o: PyObj) -> PyObj {
         // SAFETY: every object starts with its header; `ob_type` is its last word.
         unsafe { *o.cast::<u8>().add(self.ob_type_offset).cast::<PyObj>() }
+    }
+
+    /// Runs `f` with the interpreter's recursion limit raised by a few frames: the package's
+    /// error hooks (turning an exception into an Error and back) must run even when the failure
+    /// being reported is a RecursionError at the limit, or that exception would be replaced by
+    /// the hook's own failure.
+    ///
+    /// # Safety
+    /// GIL held.
+    pub(crate) unsafe fn with_headroom<R>(&self, f: impl FnOnce() -> R) -> R {
+        const HEADROOM: c_int = 50;
+        // SAFETY: GIL held; stable-ABI calls that only adjust the interpreter's limit.
+        let limit = unsafe { (self.Py_GetRecursionLimit)() };
+        // SAFETY: as above.
+        unsafe { (self.Py_SetRecursionLimit)(limit.saturating_add(HEADROOM)) };
+        let r = f();
+        // SAFETY: as above; the limit the interpreter had.
+        unsafe { (self.Py_SetRecursionLimit)(limit) };
+        r
     }
 
     /// A new reference to `None`.

@@ -49,7 +49,10 @@ pub(crate) struct Hooks {
     pub decode_arg: PyObj,
     pub write_owned: PyObj,
     pub callback_failed: PyObj,
-    /// The package's Object class, and the byte offsets of its `_handle` and `_tidx` slots.
+    /// The setter of Python callables: arguments whose type maps to it become callback
+    /// Functions made here.
+    pub set_callable: PyObj,
+    /// The package's Object class, and the byte offsets of its `_h` and `_ti` slots.
     pub object_type: PyObj,
     pub handle_slot: usize,
     pub tidx_slot: usize,
@@ -134,11 +137,11 @@ pub unsafe extern "C" fn RFFIPyFastInit(
 /// (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
 /// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
 /// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
-/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
-/// package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
-/// `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
+/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed, set_callable)` described in the
+/// package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_h` and
+/// `_ti` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
 /// DLPack producers; the last three serve callback Functions). Instances expose the members
-/// `_handle`, `_tidx` and `release_gil`.
+/// `_h`, `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
 /// Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///

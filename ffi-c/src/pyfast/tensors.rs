@@ -184,9 +184,20 @@ impl Imports {
 
     /// Takes `handle` (an imported Tensor) for the call: owned until `release`, passed in `slot`.
     fn keep(&mut self, handle: RFFIObjectHandle, slot: &mut RFFIAny) {
+        self.keep_object(handle, kRFFITensor, slot);
+    }
+
+    /// Takes `handle` (an object of type `type_index` made for this call, such as a callback
+    /// Function) for the call: owned until `release`, passed in `slot`.
+    pub(super) fn keep_object(
+        &mut self,
+        handle: RFFIObjectHandle,
+        type_index: i32,
+        slot: &mut RFFIAny,
+    ) {
         self.tensors[self.n_tensors] = handle;
         self.n_tensors += 1;
-        slot.type_index = kRFFITensor;
+        slot.type_index = type_index;
         slot.small_str_len = 0;
         slot.v.v_obj = handle.cast();
     }
@@ -271,7 +282,8 @@ impl Imports {
         })
     }
 
-    /// Restores the streams and the allocator, and releases the imported tensors.
+    /// Restores the streams and the allocator, and releases the imported tensors (and the other
+    /// objects made for the call).
     pub(super) fn release(&mut self) {
         if let Some(prev) = self.allocator.take() {
             // SAFETY: putting back the allocator read when it was replaced.

@@ -251,10 +251,10 @@ fn stack_bounds() -> Option<(usize, usize)> {
     None
 }
 
-crate::registry::register_builtin!("ffi.SetMaxCallDepth", |limit: i64| -> Result<i64> {
+crate::function_registry::register_builtin!("ffi.SetMaxCallDepth", |limit: i64| -> Result<i64> {
     set_max_call_depth(limit).map(i64::from)
 });
 
-crate::registry::register_builtin!("ffi.GetMaxCallDepth", || -> Result<i64> {
+crate::function_registry::register_builtin!("ffi.GetMaxCallDepth", || -> Result<i64> {
     max_call_depth().map(i64::from)
 });
