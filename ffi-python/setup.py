@@ -31,6 +31,8 @@ else:
     NATIVE_MANIFEST = os.path.join("native", "Cargo.toml")
 # Extension name -> the file the package loads.
 LIB_NAMES = {"rffi.librffi": "librffi.so", "rffi.librffi_python_native": "librffi_python_native.so"}
+# The native session worker (`rffi-worker`, Rust, no Python), shipped inside the package.
+WORKER_MANIFEST = RUNTIME_MANIFEST.replace("ffi-c", "sessions")
 
 
 class BuildRust(_build_rust):
@@ -85,6 +87,14 @@ setup(
             ("rffi.librffi", RUNTIME_MANIFEST),
             ("rffi.librffi_python_native", NATIVE_MANIFEST),
         )
+    ]
+    + [
+        RustExtension(
+            {"rffi-worker": "rffi.rffi-worker"},
+            path=WORKER_MANIFEST,
+            binding=Binding.Exec,
+            debug=False,
+        ),
     ],
     cmdclass={"build_rust": BuildRust, "bdist_wheel": BdistWheel, "sdist": Sdist},
     zip_safe=False,
