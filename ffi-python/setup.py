@@ -28,6 +28,8 @@ MANIFEST = (
     else os.path.join("..", "ffi-c", "Cargo.toml")
 )
 LIB_NAME = "librffi.so"
+# The native session worker (`rffi-worker`, Rust, no Python), shipped inside the package.
+WORKER_MANIFEST = MANIFEST.replace("ffi-c", "sessions")
 
 
 class BuildRust(_build_rust):
@@ -90,7 +92,13 @@ setup(
             path=MANIFEST,
             binding=Binding.NoBinding,
             debug=False,
-        )
+        ),
+        RustExtension(
+            {"rffi-worker": "rffi.rffi-worker"},
+            path=WORKER_MANIFEST,
+            binding=Binding.Exec,
+            debug=False,
+        ),
     ],
     cmdclass={"build_rust": BuildRust, "bdist_wheel": BdistWheel, "sdist": Sdist},
     zip_safe=False,

@@ -21,3 +21,10 @@ pub mod tensor;
 pub mod value;
 
 pub use rffi_core;
+/// Sessions (`rffi::session`): a controller driving workers that call registry functions by name;
+/// reached from C and Python through the `session.*` global functions.
+pub use rffi_session as session;
+
+// Keeps the `session.*` registrations in librffi.so (a linker drops library code nothing uses).
+#[used]
+static LINK_SESSIONS: fn() -> i32 = rffi_session::ffi::link;
