@@ -10,6 +10,7 @@ From a checkout the crates are `../ffi-c` and `./native`; an sdist carries the w
 
 import os
 import shutil
+import sys
 
 from setuptools import setup
 from setuptools.command.sdist import sdist as _sdist
@@ -42,6 +43,19 @@ class BuildRust(_build_rust):
         build_ext = self.get_finalized_command("build_ext")
         folder = os.path.dirname(build_ext.get_ext_fullpath(target_fname))
         return os.path.join(folder, LIB_NAMES[target_fname])
+
+    # Beside the library: the headers, rffi.pc and the CMake package, for C/C++ builds against
+    # the installed package (`python -m rffi --cmakedir`; packaging/install_files.py).
+    def run(self):
+        super().run()
+        root = os.path.dirname(os.path.abspath(os.path.join(HERE, MANIFEST, "..")))
+        sys.path.insert(0, os.path.join(root, "packaging"))
+        try:
+            import install_files
+        finally:
+            sys.path.pop(0)
+        pkg_dir = os.path.dirname(self.get_dylib_ext_path(None, "rffi.librffi"))
+        install_files.write_layout(pkg_dir, install_files.WHEEL_LAYOUT, lib=None, root=root)
 
 
 class BdistWheel(_bdist_wheel):
