@@ -48,7 +48,7 @@ class BuildRust(_build_rust):
     # the installed package (`python -m rffi --cmakedir`; packaging/install_files.py).
     def run(self):
         super().run()
-        root = os.path.dirname(os.path.abspath(os.path.join(HERE, MANIFEST, "..")))
+        root = os.path.dirname(os.path.abspath(os.path.join(HERE, RUNTIME_MANIFEST, "..")))
         sys.path.insert(0, os.path.join(root, "packaging"))
         try:
             import install_files
