@@ -1,6 +1,6 @@
 /* A C program using the rffi runtime: register a C function by name, call it and the runtime's
- * Rust functions through the registry, handle an error with its traceback, and load plugins (a
- * Rust one and a C one, given as arguments) whose functions join the same registry.
+ * Rust functions through the function registry, handle an error with its traceback, and load plugins (a
+ * Rust one and a C one, given as arguments) whose functions join the same function registry.
  *
  * usage: c-host [rust_plugin.so c_plugin.so] */
 #include <stdio.h>

@@ -24,5 +24,5 @@ except ValueError as e:
 
 c = rffi.load_module(c_path)
 print("C plugin: mul(6, 7) =", c.mul(6, 7), "and square(9) =", c.square(9))
-# Registered functions also joined the global registry.
-print("via the registry: c_plugin.mul(3, 4) =", rffi.get_global_func("c_plugin.mul")(3, 4))
+# Registered functions also joined the global function registry.
+print("via the function registry: c_plugin.mul(3, 4) =", rffi.get_global_func("c_plugin.mul")(3, 4))

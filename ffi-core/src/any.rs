@@ -5,7 +5,7 @@ use crate::abi::*;
 use crate::error::{Error, Result};
 use crate::object::{dec_ref, inc_ref, ObjectRef};
 use crate::string::{str_bytes_of, Bytes, RString};
-use crate::type_table::type_name;
+use crate::type_registry::type_name;
 use crate::{DataType, Device};
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -629,7 +629,7 @@ macro_rules! object_any_conversions {
                 <$ty as $crate::object::ObjectType>::from_object(obj).map_err(|o| {
                     $crate::any::TypeMismatch {
                         expected: Self::EXPECTED,
-                        actual: $crate::type_table::type_name(o.type_index()),
+                        actual: $crate::type_registry::type_name(o.type_index()),
                     }
                 })
             }

@@ -1,9 +1,9 @@
 //! `ffi.*` functions: container construction and access for bindings that do not know the
-//! containers' layouts (the Python binding, C callers), and registry queries.
+//! containers' layouts (the Python binding, C callers), and function-registry queries.
 
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
-use crate::registry::{register_builtin, register_builtin_packed};
+use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::{Array, Map, Shape};
 
 register_builtin_packed!("ffi.Array", |args: &[AnyView<'_>]| {
@@ -110,3 +110,14 @@ register_builtin!(
 );
 
 register_builtin!("ffi.ModulePath", |m: crate::Module| m.path());
+
+// A new tensor from the environment allocator when one is set, else (CPU only) the built-in one:
+// how code that reaches the runtime only through registry functions (C++ plugins) makes tensors.
+register_builtin!(
+    "ffi.TensorEmpty",
+    |shape: Shape, dtype: crate::DataType, device: crate::Device| crate::Tensor::empty(
+        shape.as_slice(),
+        dtype,
+        device
+    )
+);

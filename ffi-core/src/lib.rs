@@ -1,5 +1,5 @@
-//! rffi core runtime: values, objects, strings, containers, functions, the global registry and
-//! errors, laid out to be ABI-compatible with tvm-ffi 0.1.x.
+//! rffi core runtime: values, objects, strings, containers, functions, the global function
+//! registry, the type registry and errors, laid out to be ABI-compatible with tvm-ffi 0.1.x.
 //!
 //! The `abi` module holds the C-layout items only; everything else is the safe runtime above it.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -17,18 +17,18 @@ pub mod dtype;
 pub mod error;
 pub mod foreign;
 pub mod function;
+pub mod function_registry;
 mod lifetime_map;
 pub mod map;
 pub mod module;
 pub mod object;
 pub mod plugin;
-pub mod registry;
 pub mod shape;
 pub mod stream;
 pub mod string;
 pub mod tensor;
 mod testing;
-pub mod type_table;
+pub mod type_registry;
 
 pub use any::{Any, AnyView, FromAny, OpaquePtr, TypeMismatch};
 pub use array::Array;
@@ -36,12 +36,12 @@ pub use device::Device;
 pub use dtype::DataType;
 pub use error::{Error, Result};
 pub use function::{CallError, Function, TypedFn};
+pub use function_registry::{
+    get_global_func, list_global_func_names, register_global_func, remove_global_func,
+};
 pub use map::Map;
 pub use module::Module;
 pub use object::{ObjectRef, ObjectType};
-pub use registry::{
-    get_global_func, list_global_func_names, register_global_func, remove_global_func,
-};
 pub use shape::Shape;
 pub use string::{Bytes, RString};
 pub use tensor::{Tensor, TensorMut};

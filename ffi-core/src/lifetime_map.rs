@@ -1,4 +1,4 @@
-//! The hash map of the runtime's process-lifetime tables: the function registry, the type table,
+//! The hash map of the runtime's process-lifetime tables: the function registry, the type registry,
 //! the loaded modules and their symbols.
 //!
 //! Why not `HashMap`: these tables live until the process exits, and hashbrown holds its

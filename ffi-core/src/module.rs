@@ -4,7 +4,7 @@
 //! (`rffi_plugin_version`) before running any of its code beyond its loader constructors, hand it the
 //! runtime's table (`rffi_plugin_host_api` if it has that variable), and call `rffi_plugin_init(table)`.
 //! Registrations made during `rffi_plugin_init` are journaled: if it fails, they are undone, so a
-//! failed plugin leaves the registry as it was. A library without `rffi_plugin_init` loads as a
+//! failed plugin leaves the function registry as it was. A library without `rffi_plugin_init` loads as a
 //! symbol-only module whose functions are its exported `__rffi_<name>` safe-call symbols.
 
 use crate::abi::*;
@@ -77,7 +77,7 @@ fn with_load_lock<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Called by the registry for every registration: inside a plugin's init, remember what the name
+/// Called by the function registry for every registration: inside a plugin's init, remember what the name
 /// held before so a failed init can be undone.
 pub(crate) fn journal_registration(name: &str, previous: Option<Function>) {
     JOURNALS.with(|j| {
@@ -238,7 +238,7 @@ impl Module {
         }
     }
 
-    /// A module made by another image (this one is a plugin): reach it through the registry.
+    /// A module made by another image (this one is a plugin): reach it through the function registry.
     fn via_global(&self, global: &str, args: &[crate::Any]) -> Result<crate::Any> {
         let f = crate::get_global_func(global)
             .ok_or_else(|| Error::runtime_error(format!("`{global}` is not registered")))?;

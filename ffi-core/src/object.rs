@@ -174,7 +174,7 @@ impl core::fmt::Debug for ObjectRef {
         write!(
             f,
             "ObjectRef({} @ {:p})",
-            crate::type_table::type_name(self.type_index()),
+            crate::type_registry::type_name(self.type_index()),
             self.0
         )
     }

@@ -1,14 +1,14 @@
 //! The plugin side of the handshake: a `cdylib` that links `rffi-core` statically has its own copy
-//! of every static of the runtime, so once loaded it forwards everything stateful (registry, raised
-//! errors, type table) to the host runtime through the `RFFIHostApi` table it is handed, and
-//! registers its declared functions there.
+//! of every static of the runtime, so once loaded it forwards everything stateful (function
+//! registry, raised errors, type registry) to the host runtime through the `RFFIHostApi` table it
+//! is handed, and registers its declared functions there.
 //!
 //! Objects, functions and tensors need no forwarding: their layout and reference-count protocol
 //! are the same in every image.
 
 use crate::abi::{RFFIByteArray, RFFIHostApi};
 use crate::error::{set_raised, take_raised, Error, Result};
-use crate::registry::StaticFunction;
+use crate::function_registry::StaticFunction;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};

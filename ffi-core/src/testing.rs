@@ -3,8 +3,8 @@
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::function::Function;
+use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::object::ObjectRef;
-use crate::registry::{register_builtin, register_builtin_packed};
 
 register_builtin_packed!("testing.nop", |_args: &[AnyView<'_>]| Ok(Any::none()));
 
@@ -35,7 +35,7 @@ register_builtin_packed!("testing.apply", |args: &[AnyView<'_>]| {
 register_builtin!("testing.raise_error", |kind: String,
                                           message: String|
  -> Result<()> {
-    crate::registry::check_name("an error kind", &kind)?;
+    crate::function_registry::check_name("an error kind", &kind)?;
     Err(Error::new(&kind, message))
 });
 

@@ -47,7 +47,7 @@ fn countdown_fn() -> (Function, Box<Option<Function>>) {
 }
 
 #[test]
-fn depth_limit_from_the_environment_and_the_registry() {
+fn depth_limit_from_the_environment_and_the_function_registry() {
     let (f, mut cell) = countdown_fn();
     std::env::set_var("RFFI_MAX_CALL_DEPTH", "lots");
     let e = f.call(&[Any::from(3i64)]).unwrap_err();

@@ -136,7 +136,7 @@ fn c_callback_with_context_and_deleter() {
             .unwrap(),
         42
     );
-    // Called from Rust code through the registry's testing.apply.
+    // Called from Rust code through the function registry's testing.apply.
     let apply = rffi_core::get_global_func("testing.apply").unwrap();
     let r = apply
         .call(&[Any::from(g.clone()), Any::from(5i64)])

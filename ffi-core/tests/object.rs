@@ -120,14 +120,14 @@ fn use_count_through_containers() {
 
 #[test]
 fn runtime_registered_type_keys() {
-    let i = rffi_core::type_table::get_or_alloc_type_index("test_object.Point").unwrap();
+    let i = rffi_core::type_registry::get_or_alloc_type_index("test_object.Point").unwrap();
     assert!(i >= kRFFIDynObjectBegin);
     assert_eq!(
-        rffi_core::type_table::type_key_to_index("test_object.Point"),
+        rffi_core::type_registry::type_key_to_index("test_object.Point"),
         Some(i)
     );
     assert_eq!(
-        rffi_core::type_table::type_index_to_key(i),
+        rffi_core::type_registry::type_index_to_key(i),
         Some("test_object.Point")
     );
 }

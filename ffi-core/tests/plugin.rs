@@ -12,7 +12,7 @@ fn rust_plugin() -> Module {
 }
 
 #[test]
-fn plugin_functions_land_in_the_host_registry() {
+fn plugin_functions_land_in_the_host_function_registry() {
     let m = rust_plugin();
     let add = get_global_func("rust_plugin.add").expect("registered in the host");
     assert_eq!(
@@ -98,7 +98,7 @@ fn plugin_type_registration_uses_the_host_table() {
     let index = f.call(&[]).unwrap().try_as::<i32>().unwrap();
     assert!(index >= rffi_core::abi::kRFFIDynObjectBegin);
     assert_eq!(
-        rffi_core::type_table::type_key_to_index("rust_plugin.Point"),
+        rffi_core::type_registry::type_key_to_index("rust_plugin.Point"),
         Some(index)
     );
 }

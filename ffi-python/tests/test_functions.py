@@ -154,7 +154,7 @@ def test_callback_released_when_native_side_drops_it(testing):
     rffi.register_global_func("pytest.held", f)
     del f
     gc.collect()
-    assert ref() is not None  # the registry keeps it
+    assert ref() is not None  # the function registry keeps it
     assert rffi.get_global_func("pytest.held")(2) == 3
     rffi.remove_global_func("pytest.held")
     gc.collect()

@@ -11,7 +11,7 @@ def test_c_plugin(c_plugin_path):
     assert mod.mul(6, 7) == 42  # registered as c_plugin.mul, reached by its last dotted part
     assert mod["c_plugin.mul"](2, 3) == 6
     assert mod.get_function("square")(9) == 81  # exported __rffi_square symbol
-    assert rffi.get_global_func("c_plugin.mul")(3, 3) == 9  # joined the registry
+    assert rffi.get_global_func("c_plugin.mul")(3, 3) == 9  # joined the function registry
     with pytest.raises(RuntimeError, match="c_plugin.fail was called"):
         mod.fail()
     with pytest.raises(TypeError, match="expects two ints"):

@@ -56,7 +56,7 @@ impl Pool {
         assert_eq!(rc, 0);
         // SAFETY: a new reference to a Function object.
         let c_function = unsafe { Any::from_raw(object_value(c_function.cast())) };
-        let opaque_type = rffi_core::type_table::get_or_alloc_type_index("fuzz.Opaque").unwrap();
+        let opaque_type = rffi_core::type_registry::get_or_alloc_type_index("fuzz.Opaque").unwrap();
         let opaque = |index| {
             // SAFETY: no deleter to call.
             Any::from(unsafe { ObjectRef::new_opaque(index, 16 as *mut _, None) })

@@ -178,7 +178,7 @@ fn pool_object(pool: &Pool, sel: u8) -> *mut RFFIObject {
 
 /// Whether `index` is the index of an object type (static, or registered at run time).
 pub fn is_object_type(index: i32) -> bool {
-    index >= kRFFIStaticObjectBegin && rffi_core::type_table::type_index_to_key(index).is_some()
+    index >= kRFFIStaticObjectBegin && rffi_core::type_registry::type_index_to_key(index).is_some()
 }
 
 pub fn run(data: &[u8]) {
@@ -306,7 +306,7 @@ fn typed<T: rffi_core::FromAny + rffi_core::ObjectType>(view: &AnyView<'_>) {
     if let Ok(x) = view.try_as::<T>() {
         let obj = x.as_object();
         assert_eq!(
-            rffi_core::type_table::type_index_to_key(obj.type_index()),
+            rffi_core::type_registry::type_index_to_key(obj.type_index()),
             Some(T::TYPE_KEY)
         );
         let _ = format!("{:?}", Any::from(obj.clone()));

@@ -1,6 +1,6 @@
 //! A Rust program using the rffi runtime: declare functions at compile time and at run time, call
 //! them by name, pass a callback, turn errors into tracebacks, and load plugins (paths given as
-//! arguments: a Rust plugin and a C plugin) whose functions join this program's registry.
+//! arguments: a Rust plugin and a C plugin) whose functions join this program's function registry.
 //!
 //! usage: rffi-example-rust-host [rust_plugin.so c_plugin.so]
 
@@ -8,7 +8,7 @@ use rffi_core::{
     get_global_func, register_global_func, Any, Array, Error, Function, Module, Result,
 };
 
-// Collected into the registry when the runtime starts.
+// Collected into the function registry when the runtime starts.
 rffi_core::register_global!("demo.hypot", |a: f64, b: f64| a.hypot(b));
 
 fn main() -> Result<()> {

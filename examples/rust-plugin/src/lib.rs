@@ -1,6 +1,6 @@
 //! An rffi plugin written in Rust. Built as a `cdylib`, it links its own copy of `rffi-core`;
 //! when a host (C, Python or Rust) loads it with `RFFIModuleLoadFromFile` / `load_module` /
-//! `Module::load`, its functions land in the host's registry.
+//! `Module::load`, its functions land in the host's function registry.
 
 use rffi_core::{register_global, register_global_func, Any, Array, Error, Function, Result};
 
@@ -17,9 +17,9 @@ register_global!("rust_plugin.checked_div", |a: i64, b: i64| -> Result<i64> {
         .ok_or_else(|| Error::value_error(format!("cannot divide {a} by {b}")))
 });
 
-// A type registered at run time: the index comes from the host's one type table.
+// A type registered at run time: the index comes from the host's one type registry.
 register_global!("rust_plugin.point_type_index", || {
-    rffi_core::type_table::get_or_alloc_type_index("rust_plugin.Point")
+    rffi_core::type_registry::get_or_alloc_type_index("rust_plugin.Point")
 });
 
 // The stream a kernel would launch on: the host's current stream for the device.

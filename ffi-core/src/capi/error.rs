@@ -18,7 +18,7 @@ unsafe fn borrow_error(h: RFFIObjectHandle, func: &str) -> crate::Result<Error> 
     Error::from_object(obj).map_err(|o| {
         Error::type_error(format!(
             "{func}: `error` must be an Error (ffi.Error) but is {}",
-            crate::type_table::type_name(o.type_index())
+            crate::type_registry::type_name(o.type_index())
         ))
     })
 }
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn RFFIErrorCreate(
         let out = out_ptr(out, F, "out")?;
         // SAFETY: valid byte arrays per the contract.
         let (kind, message) = unsafe { (utf8(kind, F, "kind")?, bytes(message, F, "message")?) };
-        crate::registry::check_name("an error kind", kind)
+        crate::function_registry::check_name("an error kind", kind)
             .map_err(|e| Error::value_error(format!("{F}: `kind`: {}", e.message())))?;
         let backtrace = if backtrace.is_null() {
             ""

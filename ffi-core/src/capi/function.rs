@@ -1,4 +1,4 @@
-//! Functions and the global registry.
+//! Functions and the global function registry.
 
 use super::boundary::{bytes, guard, non_null, out_ptr};
 use crate::abi::{
@@ -6,7 +6,7 @@ use crate::abi::{
     RFFISafeCallType,
 };
 use crate::error::set_raised;
-use crate::{registry, Error, Function, ObjectRef, ObjectType};
+use crate::{function_registry, Error, Function, ObjectRef, ObjectType};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -21,7 +21,7 @@ unsafe fn borrow_function(h: RFFIObjectHandle, func: &str, arg: &str) -> crate::
     Function::from_object(obj).map_err(|o| {
         Error::type_error(format!(
             "{func}: `{arg}` must be a function (ffi.Function) but is {}",
-            crate::type_table::type_name(o.type_index())
+            crate::type_registry::type_name(o.type_index())
         ))
     })
 }
@@ -50,10 +50,11 @@ pub unsafe extern "C" fn RFFIFunctionCreate(
     })
 }
 
-/// The slow path of `RFFIFunctionCall`: says what was wrong with the call.
+/// The slow path of `RFFIFunctionCall`: says what was wrong with the call. `extern "C"` (which
+/// cannot unwind) so that `RFFIFunctionCall` can jump to it without a frame of its own.
 #[cold]
 #[inline(never)]
-fn reject_call(
+extern "C" fn reject_call(
     func: RFFIObjectHandle,
     args: *const RFFIAny,
     num_args: i32,
@@ -76,7 +77,7 @@ fn reject_call(
         } else {
             Error::type_error(format!(
                 "{F}: `func` must be a function (ffi.Function) but is {}",
-                crate::type_table::type_name(index)
+                crate::type_registry::type_name(index)
             ))
         };
         set_raised(err);
@@ -130,7 +131,7 @@ pub unsafe extern "C" fn RFFIFunctionGetGlobal(
         let out = out_ptr(out, F, "out")?;
         // SAFETY: a valid byte array per the contract.
         let name = unsafe { bytes(name, F, "name") }?;
-        let found = registry::get_global_func(name).map_or(std::ptr::null_mut(), |f| {
+        let found = function_registry::get_global_func(name).map_or(std::ptr::null_mut(), |f| {
             f.into_object().into_raw().as_ptr().cast()
         });
         // SAFETY: checked writable out-pointer.
@@ -155,7 +156,7 @@ pub unsafe extern "C" fn RFFIFunctionSetGlobal(
         let f = unsafe { borrow_function(func, F, "func") }?;
         // SAFETY: a valid byte array per the contract.
         let name = unsafe { bytes(name, F, "name") }?;
-        registry::register_global_func_bytes(name, f, allow_override != 0)
+        function_registry::register_global_func_bytes(name, f, allow_override != 0)
     })
 }
 
@@ -169,7 +170,7 @@ pub unsafe extern "C" fn RFFIFunctionRemoveGlobal(name: *const RFFIByteArray) ->
         const F: &str = "RFFIFunctionRemoveGlobal";
         // SAFETY: a valid byte array per the contract.
         let name = unsafe { bytes(name, F, "name") }?;
-        if registry::remove_global_func(name) {
+        if function_registry::remove_global_func(name) {
             Ok(())
         } else {
             Err(Error::key_error(format!(
@@ -189,7 +190,7 @@ pub unsafe extern "C" fn RFFIFunctionListGlobalNames(out: *mut RFFIObjectHandle)
     guard(|| {
         let out = out_ptr(out, "RFFIFunctionListGlobalNames", "out")?;
         let names = crate::Array::new(
-            registry::list_global_func_names()
+            function_registry::list_global_func_names()
                 .into_iter()
                 .map(crate::Any::from)
                 .collect(),

@@ -16,7 +16,7 @@ unsafe fn borrow_module(h: RFFIObjectHandle, func: &str) -> crate::Result<Module
     Module::from_object(obj).map_err(|o| {
         Error::type_error(format!(
             "{func}: `module` must be a module (ffi.Module) but is {}",
-            crate::type_table::type_name(o.type_index())
+            crate::type_registry::type_name(o.type_index())
         ))
     })
 }

@@ -2,7 +2,7 @@
 
 use super::boundary::{guard, non_null, out_ptr, utf8};
 use crate::abi::{RFFIByteArray, RFFIObject, RFFIObjectHandle, RFFIVersion};
-use crate::{object, type_table, Error};
+use crate::{object, type_registry, Error};
 
 /// See `RFFIGetVersion` in the C header (`include/rffi/c_api.h`).
 ///
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn RFFITypeKeyToIndex(type_key: *const RFFIByteArray, out:
         let out = out_ptr(out, F, "out")?;
         // SAFETY: a valid byte array per the contract.
         let key = unsafe { utf8(type_key, F, "type_key") }?;
-        let index = type_table::type_key_to_index(key)
+        let index = type_registry::type_key_to_index(key)
             .ok_or_else(|| Error::key_error(format!("{F}: unknown type key `{key}`")))?;
         // SAFETY: checked writable out-pointer.
         unsafe { out.write(index) };
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn RFFITypeRegisterKey(type_key: *const RFFIByteArray, out
         let out = out_ptr(out, F, "out")?;
         // SAFETY: a valid byte array per the contract.
         let key = unsafe { utf8(type_key, F, "type_key") }?;
-        let index = type_table::get_or_alloc_type_index(key)
+        let index = type_registry::get_or_alloc_type_index(key)
             .map_err(|e| Error::value_error(format!("{F}: `type_key`: {}", e.message())))?;
         // SAFETY: checked writable out-pointer.
         unsafe { out.write(index) };
@@ -103,7 +103,8 @@ pub unsafe extern "C" fn RFFIObjectCreateOpaque(
                  a registered index >= {kRFFIDynObjectBegin})"
             )));
         }
-        if type_index != kRFFIOpaquePyObject && type_table::type_index_to_key(type_index).is_none()
+        if type_index != kRFFIOpaquePyObject
+            && type_registry::type_index_to_key(type_index).is_none()
         {
             return Err(Error::key_error(format!(
                 "{F}: type index {type_index} was never registered (register a type key with \
@@ -127,7 +128,7 @@ pub unsafe extern "C" fn RFFITypeIndexToKey(type_index: i32, out: *mut RFFIByteA
     guard(|| {
         const F: &str = "RFFITypeIndexToKey";
         let out = out_ptr(out, F, "out")?;
-        let key = type_table::type_index_to_key(type_index)
+        let key = type_registry::type_index_to_key(type_index)
             .ok_or_else(|| Error::key_error(format!("{F}: unknown type index {type_index}")))?;
         // SAFETY: checked writable out-pointer; keys live as long as the process.
         unsafe { out.write(crate::plugin::byte_array(key.as_bytes())) };

@@ -20,7 +20,7 @@ unsafe fn borrow_tensor(h: RFFIObjectHandle, func: &str, arg: &str) -> Result<Te
     Tensor::from_object(obj).map_err(|o| {
         Error::type_error(format!(
             "{func}: `{arg}` must be a tensor (ffi.Tensor) but is {}",
-            crate::type_table::type_name(o.type_index())
+            crate::type_registry::type_name(o.type_index())
         ))
     })
 }
@@ -200,7 +200,7 @@ pub unsafe extern "C" fn RFFITensorGetDLTensorPtr(obj: RFFIObjectHandle) -> *mut
         if index != kRFFITensor {
             return Err(Error::type_error(format!(
                 "{F}: `obj` must be a tensor (ffi.Tensor) but is {}",
-                crate::type_table::type_name(index)
+                crate::type_registry::type_name(index)
             )));
         }
         // The DLTensor of every Tensor object sits right after the header; no reference is

@@ -31,7 +31,7 @@ use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch};
 use crate::error::{Error, Result};
 use crate::object::{ObjectRef, ObjectType, INITIAL_COUNT};
-use crate::type_table::type_name;
+use crate::type_registry::type_name;
 use crate::{DataType, Device};
 use core::ffi::c_void;
 use core::ptr::NonNull;

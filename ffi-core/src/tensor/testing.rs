@@ -2,7 +2,7 @@
 
 use super::{Tensor, TensorMut};
 use crate::error::{Error, Result};
-use crate::registry::register_builtin;
+use crate::function_registry::register_builtin;
 use crate::{Array, DataType, Device, Shape};
 
 register_builtin!("testing.tensor_shape", |t: Tensor| Shape::new(t.shape()));

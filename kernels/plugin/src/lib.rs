@@ -1,7 +1,7 @@
 //! The rffi kernels as a plugin: `librffi_kernels_plugin.so`. A C or Python host loads it with
 //! `RFFIModuleLoadFromFile` / `rffi.load_module`, a Rust host with `Module::load`; its init
 //! registers the CPU and CUDA backends and the global functions `kernels.*` in the host's
-//! registry. Nothing is probed at load time: backends are probed at the first call that needs
+//! function registry. Nothing is probed at load time: backends are probed at the first call that needs
 //! them.
 
 fn init() -> rffi_core::Result<()> {

@@ -1,4 +1,4 @@
-//! A Rust host loading the kernels plugin: `kernels.*` land in the host's registry, run, and
+//! A Rust host loading the kernels plugin: `kernels.*` land in the host's function registry, run, and
 //! report what they chose; nothing is probed at load.
 
 #[path = "../../../tests/support/plugins.rs"]

@@ -1,7 +1,7 @@
 //! The global function registry: names to functions, safe under concurrent use.
 //!
-//! Functions declared with `register_global!` are collected through `inventory` when the registry
-//! is first touched (the runtime's start), never from a load-time constructor. In a plugin image
+//! Functions declared with `register_global!` are collected through `inventory` when the function
+//! registry is first touched (the runtime's start), never from a load-time constructor. In a plugin image
 //! every operation forwards to the host runtime (see `plugin`), and the plugin's declarations are
 //! registered there by its `rffi_plugin_init`.
 
@@ -40,8 +40,8 @@ fn table() -> &'static RwLock<Table> {
             let f = (s.make)();
             f.set_name(s.name);
             if t.insert(s.name.as_bytes().into(), f).is_some() {
-                // Two crates declared the same name; the registry keeps the later one and says so
-                // rather than failing the whole runtime start.
+                // Two crates declared the same name; the function registry keeps the later one and
+                // says so rather than failing the whole runtime start.
                 eprintln!("rffi: global function `{}` declared twice", s.name);
             }
         }
@@ -169,7 +169,11 @@ macro_rules! register_global {
                 $crate::Function::from_typed($f)
             }
             $crate::inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: false }
+                $crate::function_registry::StaticFunction {
+                    name: $name,
+                    make: __rffi_make,
+                    builtin: false,
+                }
             }
         };
     };
@@ -184,7 +188,11 @@ macro_rules! register_global_packed {
                 $crate::Function::from_packed($f)
             }
             $crate::inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: false }
+                $crate::function_registry::StaticFunction {
+                    name: $name,
+                    make: __rffi_make,
+                    builtin: false,
+                }
             }
         };
     };
@@ -198,7 +206,11 @@ macro_rules! register_builtin {
                 $crate::Function::from_typed($f)
             }
             inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: true }
+                $crate::function_registry::StaticFunction {
+                    name: $name,
+                    make: __rffi_make,
+                    builtin: true,
+                }
             }
         };
     };
@@ -213,7 +225,11 @@ macro_rules! register_builtin_packed {
                 $crate::Function::from_packed($f)
             }
             inventory::submit! {
-                $crate::registry::StaticFunction { name: $name, make: __rffi_make, builtin: true }
+                $crate::function_registry::StaticFunction {
+                    name: $name,
+                    make: __rffi_make,
+                    builtin: true,
+                }
             }
         };
     };

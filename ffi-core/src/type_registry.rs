@@ -1,5 +1,5 @@
-//! Type keys and indices: the fixed indices of the ABI and object types registered at run time
-//! (indices from `kRFFIDynObjectBegin`).
+//! The type registry: type keys and indices, the fixed indices of the ABI and object types registered
+//! at run time (indices from `kRFFIDynObjectBegin`). Functions by name live in `function_registry`.
 
 use crate::abi::*;
 use crate::error::Result;
@@ -100,7 +100,7 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
 /// Returns the index of `key`, registering it as a new dynamic object type if unknown. An empty
 /// key or one with a NUL byte is a ValueError.
 pub fn get_or_alloc_type_index(key: &str) -> Result<i32> {
-    crate::registry::check_name("a type key", key)?;
+    crate::function_registry::check_name("a type key", key)?;
     if let Some(host) = host() {
         let mut out = -1;
         // SAFETY: the host's entry point with a valid key and out-pointer.
@@ -150,17 +150,17 @@ mod tests {
 
     #[test]
     fn dynamic_types_get_stable_indices() {
-        let a = get_or_alloc_type_index("test.type_table.A").unwrap();
-        let b = get_or_alloc_type_index("test.type_table.B").unwrap();
+        let a = get_or_alloc_type_index("test.type_registry.A").unwrap();
+        let b = get_or_alloc_type_index("test.type_registry.B").unwrap();
         assert!(a >= kRFFIDynObjectBegin && b >= kRFFIDynObjectBegin);
         assert_ne!(a, b);
-        assert_eq!(get_or_alloc_type_index("test.type_table.A").unwrap(), a);
+        assert_eq!(get_or_alloc_type_index("test.type_registry.A").unwrap(), a);
         assert_eq!(
             get_or_alloc_type_index("").unwrap_err().kind(),
             "ValueError"
         );
-        assert_eq!(type_index_to_key(b), Some("test.type_table.B"));
-        assert_eq!(type_key_to_index("test.type_table.missing"), None);
+        assert_eq!(type_index_to_key(b), Some("test.type_registry.B"));
+        assert_eq!(type_key_to_index("test.type_registry.missing"), None);
         assert_eq!(type_name(kRFFISmallStr), "str");
         assert!(type_name(100_000).contains("unregistered"));
     }

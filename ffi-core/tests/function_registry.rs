@@ -1,4 +1,4 @@
-//! The global registry: static registration, override rules, and concurrent use.
+//! The global function registry: static registration, override rules, and concurrent use.
 
 use rffi_core::{get_global_func, list_global_func_names, register_global_func, Any, Function};
 use std::sync::Arc;
@@ -112,7 +112,7 @@ fn names_with_nul_or_empty_are_refused_everywhere() {
             e.message()
         );
         assert!(get_global_func(name).is_none());
-        let e = rffi_core::type_table::get_or_alloc_type_index(name).unwrap_err();
+        let e = rffi_core::type_registry::get_or_alloc_type_index(name).unwrap_err();
         assert_eq!(e.kind(), "ValueError");
         assert!(e.message().starts_with("a type key "), "{}", e.message());
         let raise = get_global_func("testing.raise_error").unwrap();
