@@ -6,8 +6,10 @@ From a checkout the crate is `../ffi-c`; an sdist carries the workspace in `rust
 Set CARGO_TARGET_DIR to reuse a warm cargo cache (`cargo build --release -p rffi-c` warms it).
 """
 
+import importlib
 import os
 import shutil
+import subprocess
 import sys
 
 from setuptools import setup
@@ -32,6 +34,25 @@ LIB_NAME = "librffi.so"
 WORKER_MANIFEST = MANIFEST.replace("ffi-c", "sessions")
 
 
+def _workspace():
+    # The Cargo workspace: the checkout around ffi-python/, or rust/ in an sdist.
+    return os.path.dirname(os.path.abspath(os.path.join(HERE, MANIFEST, "..")))
+
+
+def _packaging(name):
+    # A module of the workspace's packaging/ folder (shared with `make install`).
+    sys.path.insert(0, os.path.join(_workspace(), "packaging"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
+def _native_files(pkg_dir):
+    names = (LIB_NAME, "rffi-worker", os.path.join("examples", "libc_plugin.so"))
+    return [p for p in (os.path.join(pkg_dir, n) for n in names) if os.path.isfile(p)]
+
+
 class BuildRust(_build_rust):
     # The loader looks for exactly `librffi.so` next to rffi/__init__.py; setuptools-rust would
     # otherwise name it like an extension module (librffi.cpython-311-x86_64-linux-gnu.so).
@@ -43,20 +64,34 @@ class BuildRust(_build_rust):
     # the installed package (`python -m rffi --cmakedir`; packaging/install_files.py).
     def run(self):
         super().run()
-        root = os.path.dirname(os.path.abspath(os.path.join(HERE, MANIFEST, "..")))
-        sys.path.insert(0, os.path.join(root, "packaging"))
-        try:
-            import install_files
-        finally:
-            sys.path.pop(0)
+        root = _workspace()
+        install_files = _packaging("install_files")
         pkg_dir = os.path.dirname(self.get_dylib_ext_path(None, "rffi.librffi"))
         install_files.write_layout(pkg_dir, install_files.WHEEL_LAYOUT, lib=None, root=root)
+        # The C example plugin (examples/c-plugin), so that the README's tour runs anywhere.
+        example = os.path.join(pkg_dir, "examples", "libc_plugin.so")
+        os.makedirs(os.path.dirname(example), exist_ok=True)
+        subprocess.run(
+            [os.environ.get("CC", "cc"), "-std=c99", "-O2", "-shared", "-fPIC"]
+            + [
+                "-I" + os.path.join(root, "include"),
+                os.path.join(root, "examples", "c-plugin", "plugin.c"),
+            ]
+            + ["-o", example],
+            check=True,
+        )
+        if not self.inplace:  # editable installs keep debug info for local debugging
+            _packaging("wheel_tools").strip(_native_files(pkg_dir))
 
 
 class BdistWheel(_bdist_wheel):
     # Pure Python over a plain shared library: any CPython 3 on this platform.
+    # The platform is the manylinux one the built binaries allow (packaging/wheel_tools.py).
     def get_tag(self):
         _, _, plat = super().get_tag()
+        native = _native_files(os.path.join(self.bdist_dir, "rffi"))
+        if native:
+            plat = _packaging("wheel_tools").platform_tag(native, plat)
         return "py3", "none", plat
 
 
