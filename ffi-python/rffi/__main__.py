@@ -34,10 +34,13 @@ def main(argv=None) -> int:
     print(f"rffi {rffi.__version__} (C ABI {major}.{minor}.{patch})")
     print(f"library: {rffi.LIB_PATH}")
     print(f"python: {sys.version.split()[0]} ({sys.implementation.name})")
-    from rffi import _core
+    from rffi import _core, _native
 
-    path = "native fast path" if _core.FASTPATH else f"ctypes ({_core.FASTPATH_REASON})"
-    print(f"call path: {path}")
+    if _core.FASTPATH:
+        print("call path: native fast path (vectorcall Functions, arguments converted natively)")
+        print(f"native library: {_native.PATH}")
+    else:
+        print(f"call path: ctypes, because: {_core.FASTPATH_REASON}")
     print(f"global functions: {len(names)}")
     namespaces: dict = {}
     for name in names:

@@ -51,9 +51,11 @@ cmp "$U"/rffi-*.dist-info/licenses/LICENSE LICENSE
 grep -q "^License-Expression: Apache-2.0" "$U"/rffi-*.dist-info/METADATA
 grep -q "^Requires-Python: >=3.9" "$U"/rffi-*.dist-info/METADATA
 grep -q "^Root-Is-Purelib: false" "$U"/rffi-*.dist-info/WHEEL
-for bin in rffi/librffi.so rffi/rffi-worker rffi/examples/libc_plugin.so; do
-  if readelf -S --wide "$U/$bin" | grep -qE '\.symtab|\.debug_(info|line|str|abbrev|ranges)'; then
-    echo "$bin is not stripped" >&2
+# Every ELF file in the wheel is stripped.
+find "$U/rffi" -type f | while read -r bin; do
+  [ "$(head -c 4 "$bin" | od -An -c | tr -d ' ')" = "177ELF" ] || continue
+  if readelf -S --wide "$bin" | grep -qE '\.symtab|\.debug_(info|line|str|abbrev|ranges)'; then
+    echo "${bin#"$U"/} is not stripped" >&2
     exit 1
   fi
 done
