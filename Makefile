@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test python-test python-demo kernels-test bench header clean
+.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test python-test python-demo kernels-test bench header clean
 
 all: demo
 
@@ -40,7 +40,7 @@ demo: check-tools python-demo
 	$(BUILD)/cpp-host $(CPP_PLUGIN) $(RUST_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
-test: check-tools fmt-check clippy rust-test cpp-test python-test kernels-test
+test: check-tools fmt-check clippy rust-test cpp-test python-test install-test kernels-test
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -56,6 +56,17 @@ rust-test:
 cpp-test: check-tools
 	$(CARGO) build --release -p rffi-c
 	tests/cpp/run.sh
+
+## Install the library, the C/C++ headers, rffi.pc and the CMake package (find_package(rffi))
+## under PREFIX (default /usr/local; DESTDIR stages it).
+PREFIX ?= /usr/local
+install:
+	$(CARGO) build --release -p rffi-c
+	python3 packaging/install_files.py --prefix "$(PREFIX)" --destdir "$(DESTDIR)" --lib $(LIB_RELEASE)/librffi.so
+
+## CMake and pkg-config projects built against `make install` and against the installed wheel.
+install-test: python-test
+	tests/install/run.sh
 
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools

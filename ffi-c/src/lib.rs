@@ -11,12 +11,11 @@ mod boundary {
     #[allow(unused_imports)]
     pub(crate) use rffi_core::capi::boundary::*;
 }
+pub mod call_frame;
 pub mod error;
 pub mod function;
 pub mod module;
 pub mod object;
-pub mod pyfast;
-pub mod python;
 pub mod tensor;
 pub mod value;
 

@@ -28,7 +28,7 @@ import threading
 import types
 from collections.abc import Mapping, Sequence
 
-from . import _lib, _pyfast
+from . import _lib, _native
 from ._dtype import DataType, Device
 from ._error import _TRAMPOLINE_CODE, Error, set_raised_from_python, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, header_type_index, type_key, wrap_new
@@ -708,9 +708,9 @@ class Function(Object):
         return f"<rffi.Function {name} at {self._h:#x}>"
 
 
-# The fast path (rffi/_pyfast.py): the library makes `Function` a vectorcall subclass of the class
-# above, which converts common arguments and results in Rust and hands everything else to the
-# class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
+# The fast path (rffi/_native.py): the native library makes `Function` a vectorcall subclass of
+# the class above, which converts common arguments and results in Rust and hands everything else
+# to the class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
 _CtypesFunction = Function
 
 
@@ -761,14 +761,14 @@ def _callback_failed(exc: BaseException) -> None:
         _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
 
 
-# Functions made from Python callables, natively (RFFIPyFastFunctionFromCallable): no ctypes
+# Functions made from Python callables, natively (rffi_python_function_from_callable): no ctypes
 # callback thunk per call. None on the ctypes path.
 _NATIVE_CALLBACK = None
-FASTPATH = _pyfast.ENABLED
-FASTPATH_REASON = _pyfast.REASON
+FASTPATH = _native.ENABLED
+FASTPATH_REASON = _native.REASON
 if FASTPATH:
     try:
-        Function = _pyfast.make_function_type(
+        Function = _native.make_function_type(
             _CtypesFunction,
             _CtypesFunction.__call__,
             take_raised_exception,
@@ -779,7 +779,7 @@ if FASTPATH:
             _DLPACK_SETTER,
             (_decode_arg, _write_owned, _callback_failed, _set_callable),
         )
-        _NATIVE_CALLBACK = _pyfast.object_entry("RFFIPyFastFunctionFromCallable")
+        _NATIVE_CALLBACK = _native.object_entry("rffi_python_function_from_callable")
         Function.__doc__ = _CtypesFunction.__doc__
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"

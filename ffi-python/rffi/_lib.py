@@ -17,7 +17,8 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_LIB_NAME = "librffi.dylib" if sys.platform == "darwin" else "librffi.so"
+LIB_NAME = "librffi.dylib" if sys.platform == "darwin" else "librffi.so"
+_LIB_NAME = LIB_NAME
 
 # The ABI major version this package speaks. A library of another major version is refused at
 # import with both versions named, rather than crashing on the first mismatched layout.

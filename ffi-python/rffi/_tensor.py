@@ -13,7 +13,7 @@ import operator
 import struct
 import sys
 
-from . import _core, _lib, _pyfast
+from . import _core, _lib, _native
 from ._dtype import DataType, Device
 from ._dtype import dtype as _dtype
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
@@ -252,7 +252,7 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
 
 
 # The fast path's import of the producers it handles natively; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _pyfast.object_entry("RFFIPyFastFromDLPack") if _core.FASTPATH else None
+_NATIVE_FROM_DLPACK = _native.object_entry("rffi_python_from_dlpack") if _core.FASTPATH else None
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:

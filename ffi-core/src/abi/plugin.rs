@@ -6,8 +6,8 @@
 //! looks up `__rffi_` + name, and no loader symbol starts with `__rffi_`, so no name a caller
 //! passes can reach the version record, the init entry or the host-table variable.
 
-use super::RFFIDLPackManagedTensorAllocator;
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
+use super::{DLManagedTensor, DLManagedTensorVersioned, RFFIDLPackManagedTensorAllocator};
 use core::ffi::{c_char, c_void};
 
 /// Plugin symbol: `RFFIVersion rffi_plugin_version`, the ABI the plugin was built for. The loader
@@ -75,4 +75,13 @@ pub struct RFFIHostApi {
     pub env_get_stream: unsafe extern "C" fn(i32, i32) -> *mut c_void,
     pub env_get_dlpack_managed_tensor_allocator:
         unsafe extern "C" fn() -> RFFIDLPackManagedTensorAllocator,
+    pub tensor_from_dlpack:
+        unsafe extern "C" fn(*mut DLManagedTensor, i32, i32, *mut RFFIObjectHandle) -> i32,
+    pub tensor_from_dlpack_versioned:
+        unsafe extern "C" fn(*mut DLManagedTensorVersioned, i32, i32, *mut RFFIObjectHandle) -> i32,
+    pub env_set_dlpack_managed_tensor_allocator: unsafe extern "C" fn(
+        RFFIDLPackManagedTensorAllocator,
+        i32,
+        *mut RFFIDLPackManagedTensorAllocator,
+    ) -> i32,
 }

@@ -28,6 +28,9 @@ static HOST_API: RFFIHostApi = RFFIHostApi {
     env_set_stream: RFFIEnvSetStream,
     env_get_stream: RFFIEnvGetStream,
     env_get_dlpack_managed_tensor_allocator: RFFIEnvGetDLPackManagedTensorAllocator,
+    tensor_from_dlpack: RFFITensorFromDLPack,
+    tensor_from_dlpack_versioned: RFFITensorFromDLPackVersioned,
+    env_set_dlpack_managed_tensor_allocator: RFFIEnvSetDLPackManagedTensorAllocator,
 };
 
 /// The table handed to plugins: this image's, or — when this image is itself a plugin — the

@@ -82,6 +82,9 @@ inline const RFFIHostApi& api() {
       &RFFIEnvSetStream,
       &RFFIEnvGetStream,
       &RFFIEnvGetDLPackManagedTensorAllocator,
+      &RFFITensorFromDLPack,
+      &RFFITensorFromDLPackVersioned,
+      &RFFIEnvSetDLPackManagedTensorAllocator,
   };
   return table;
 }

@@ -1,5 +1,5 @@
 //! The CPython stable-ABI entry points the fast path uses, handed over by the Python package at
-//! import (`RFFIPyFastInit`) instead of linked: `librffi.so` never links libpython.
+//! import (`rffi_python_init`) instead of linked: this library never links libpython.
 //!
 //! `PyObject` stays opaque. The few C layouts the fast path fills (`PyType_Spec`, `PyType_Slot`,
 //! `PyMemberDef`) and the flag/slot numbers are part of the stable ABI and declared here by hand.
@@ -58,7 +58,7 @@ pub(crate) type VectorcallFunc = unsafe extern "C" fn(PyObj, *const PyObj, usize
 
 /// Declares the table: each entry is `kind name: type`, kind `f` (a function), `o` (a static
 /// object: its address) or `p` (a `PyObject*` variable: its value). The names, in order, are what
-/// `RFFIPyFastSymbolNames` gives the package to resolve.
+/// `rffi_python_symbol_names` gives the package to resolve.
 macro_rules! table {
     ($($kind:ident $name:ident : $ty:ty,)*) => {
         /// The resolved entry points, in the order of `SYMBOL_NAMES`.
@@ -146,7 +146,7 @@ unsafe impl Send for Api {}
 
 static API: OnceLock<Api> = OnceLock::new();
 
-/// The table, once `RFFIPyFastInit` accepted one.
+/// The table, once `rffi_python_init` accepted one.
 #[inline]
 pub(crate) fn api() -> Option<&'static Api> {
     API.get()

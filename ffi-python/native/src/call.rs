@@ -10,7 +10,6 @@ use super::cpython::*;
 use super::tensors::{self, ImportError, Imports};
 use super::{hooks, publish_hooks, Hooks};
 use rffi_core::abi::*;
-use rffi_core::capi;
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -47,9 +46,10 @@ const fn member(
 }
 
 /// # Safety
-/// GIL held; `bases` a tuple, `hooks` a 5-tuple as documented on `RFFIPyFastMakeFunctionType`.
+/// GIL held; `bases` a tuple, `hooks` a 13-tuple as documented on `rffi_python_make_function_type`.
 pub(super) unsafe fn make_function_type(
     api: &'static Api,
+    rt: &'static RFFIHostApi,
     bases: PyObj,
     base_basicsize: i64,
     hooks_tuple: PyObj,
@@ -60,7 +60,7 @@ pub(super) unsafe fn make_function_type(
         std::ptr::null_mut()
     };
     if bases.is_null() || hooks_tuple.is_null() {
-        return fail(c"rffi: RFFIPyFastMakeFunctionType needs bases and hooks");
+        return fail(c"rffi: rffi_python_make_function_type needs bases and hooks");
     }
     if !(16..=1 << 20).contains(&base_basicsize) || base_basicsize % 8 != 0 {
         return fail(c"rffi: implausible base __basicsize__");
@@ -167,6 +167,7 @@ pub(super) unsafe fn make_function_type(
         }
         (api.Py_IncRef)(ty);
         publish_hooks(Hooks {
+            rt,
             func_type: ty,
             fallback: item(0),
             take_raised: item(1),
@@ -376,7 +377,7 @@ unsafe fn pack(
                     } else if !setter.is_null() && setter == h.set_callable {
                         // A Python callable, made a Function here (no ctypes call, which would
                         // turn a RecursionError at the limit into an ArgumentError).
-                        let f = callback::function_from_callable(api, a);
+                        let f = callback::function_from_callable(api, h, a);
                         if f.is_null() {
                             Err(ImportError::Runtime)
                         } else {
@@ -617,7 +618,7 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                     cell.size as Py_ssize_t,
                     std::ptr::null(),
                 );
-                capi::object::RFFIObjectDecRef(obj.cast());
+                (h.rt.object_dec_ref)(obj.cast());
                 s
             }
             _ => {
@@ -627,7 +628,7 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                 call2(api, h.decode, w, p).unwrap_or_else(|| {
                     // Not handed over: the object result is still ours to release.
                     if r.type_index >= kRFFIStaticObjectBegin {
-                        capi::object::RFFIObjectDecRef(r.v.v_obj.cast());
+                        (h.rt.object_dec_ref)(r.v.v_obj.cast());
                     }
                     std::ptr::null_mut()
                 })
@@ -693,7 +694,7 @@ unsafe fn call(
     let mut packed: [RFFIAny; MAX_ARGS] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut arrays: [RFFIByteArray; MAX_ARGS] = unsafe { std::mem::zeroed() };
-    let mut imports = Imports::new();
+    let mut imports = Imports::new(h.rt);
     // SAFETY: GIL held; `n` live arguments.
     match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
         Packed::Ready => {}
@@ -715,16 +716,13 @@ unsafe fn call(
         // caller keeps alive. RFFIFunctionCall catches panics itself.
         unsafe {
             let ts = (api.PyEval_SaveThread)();
-            let rc =
-                capi::function::RFFIFunctionCall(func, packed.as_mut_ptr(), n as i32, &mut result);
+            let rc = (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result);
             (api.PyEval_RestoreThread)(ts);
             rc
         }
     } else {
         // SAFETY: as above, with the GIL kept.
-        unsafe {
-            capi::function::RFFIFunctionCall(func, packed.as_mut_ptr(), n as i32, &mut result)
-        }
+        unsafe { (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result) }
     };
     // Streams restored and tensors released with the GIL held: a producer's deleter may need it.
     imports.release();
