@@ -3,8 +3,8 @@
 
 use crate::abi::*;
 use crate::error::Result;
+use crate::host::host;
 use crate::lifetime_map::LifetimeMap;
-use crate::plugin::{byte_array, check, host};
 use std::sync::{OnceLock, RwLock};
 
 /// Keys of the fixed indices, as tvm-ffi names them (the POD ones are pseudo-keys).
@@ -64,11 +64,7 @@ fn table() -> &'static RwLock<TypeTable> {
 /// The index registered for `key`, if any.
 pub fn type_key_to_index(key: &str) -> Option<i32> {
     if let Some(host) = host() {
-        let mut out = -1;
-        // SAFETY: the host's entry point with a valid key and out-pointer.
-        return check(unsafe { (host.type_key_to_index)(&byte_array(key.as_bytes()), &mut out) })
-            .ok()
-            .map(|()| out);
+        return host.type_key_to_index(key);
     }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.by_key.get(key).copied()
@@ -83,13 +79,7 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
             .map(|&(_, k)| k);
     }
     if let Some(host) = host() {
-        let mut out = byte_array(b"");
-        // SAFETY: the host's entry point with a valid out-pointer.
-        check(unsafe { (host.type_index_to_key)(index, &mut out) }).ok()?;
-        // SAFETY: the host's keys are UTF-8 and live as long as the process.
-        return Some(unsafe {
-            std::str::from_utf8_unchecked(crate::error::byte_array_bytes(&out))
-        });
+        return host.type_index_to_key(index);
     }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.dynamic
@@ -102,10 +92,7 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
 pub fn get_or_alloc_type_index(key: &str) -> Result<i32> {
     crate::function_registry::check_name("a type key", key)?;
     if let Some(host) = host() {
-        let mut out = -1;
-        // SAFETY: the host's entry point with a valid key and out-pointer.
-        check(unsafe { (host.type_register_key)(&byte_array(key.as_bytes()), &mut out) })?;
-        return Ok(out);
+        return host.get_or_alloc_type_index(key);
     }
     if let Some(i) = type_key_to_index(key) {
         return Ok(i);

@@ -4,7 +4,7 @@
 //! a foreign producer's buffer really is, but it knows the span the source tensor covers, and a
 //! view inside that span is inside the buffer.
 
-use super::extent::byte_extent;
+use super::extent::{addresses_directly, byte_extent};
 use super::{Owner, Tensor, TensorParts, FLAG_BORROWED, FLAG_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::{Device, ObjectRef};
@@ -187,7 +187,7 @@ impl Tensor {
                 i128::from(start) * i128::from(strides[ax]) * elem + i128::from(byte_offset);
             if first >= 0 {
                 byte_offset = first as u64;
-            } else if super::addresses_directly(self.device().device_type()) {
+            } else if addresses_directly(self.device().device_type()) {
                 // Before the data pointer (a negative stride): DLPack's byte_offset is unsigned,
                 // so the view's data pointer moves back instead, as PyTorch exports such views.
                 shift = first as i64;
