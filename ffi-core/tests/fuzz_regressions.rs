@@ -185,7 +185,7 @@ fn slices_of_a_flipped_tensor_move_the_data_pointer_back() {
     );
     let e = low.slice(0, 2000, 2001).unwrap_err();
     assert!(e.message().contains("below address 0"), "{}", e.message());
-    shape[0] = 4;
+    dl.shape = shape.as_mut_ptr();
     // On a device whose data pointer is a handle, it cannot move.
     dl.device = DLDevice {
         device_type: 4, // OpenCL
