@@ -64,7 +64,15 @@ pub fn c_plugin(src: &str, extra: &[&str]) -> PathBuf {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{stem}.so"));
+    // One file per source and flags: tests running in parallel may build the same source with
+    // other flags (and one renames its library), so they must not share an output file.
+    let variant = extra
+        .iter()
+        .flat_map(|a| a.bytes().chain([0]))
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{stem}-{variant:016x}.so"));
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args([
             "-shared", "-fPIC", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I",
