@@ -40,6 +40,16 @@ pub(crate) struct PyMemberDef {
     pub doc: *const c_char,
 }
 
+#[repr(C)]
+pub(crate) struct PyMethodDef {
+    pub name: *const c_char,
+    pub meth: *mut c_void,
+    pub flags: c_int,
+    pub doc: *const c_char,
+}
+
+pub(crate) const METH_O: c_int = 0x0008;
+pub(crate) const METH_FASTCALL: c_int = 0x0080;
 pub(crate) const Py_tp_call: c_int = 50;
 pub(crate) const Py_tp_doc: c_int = 56;
 pub(crate) const Py_tp_new: c_int = 65;
@@ -121,6 +131,7 @@ table! {
     f PyException_SetTraceback: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,
     f Py_GetRecursionLimit: unsafe extern "C" fn() -> c_int,
+    f PyCFunction_NewEx: unsafe extern "C" fn(*mut PyMethodDef, PyObj, PyObj) -> PyObj,
     f Py_SetRecursionLimit: unsafe extern "C" fn(c_int),
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,

@@ -20,6 +20,7 @@
 //! `release_gil` is false.
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
 
+mod builtins;
 mod call;
 mod callback;
 mod convert;
@@ -224,6 +225,28 @@ pub unsafe extern "C" fn rffi_python_function_from_callable(callable: *mut c_voi
         callback::function_from_callable(api, h, callable.cast()) as i64
     }))
     .unwrap_or_else(|_| refuse())
+}
+
+/// The native builtin `name` (`dec_ref`, `from_dlpack`; see `builtins.rs`) as a new Python
+/// function, or NULL with a Python exception set. Call through `ctypes.PyDLL` (the GIL held)
+/// with `restype = ctypes.py_object`, after `rffi_python_init`.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn rffi_python_builtin(name: *const c_char) -> *mut c_void {
+    let Some(api) = cpython::api() else {
+        return std::ptr::null_mut();
+    };
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a NUL-terminated string per the contract; GIL held.
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        builtins::make(api, std::ffi::CStr::from_ptr(name))
+    }))
+    .unwrap_or(std::ptr::null_mut())
+    .cast()
 }
 
 pub(crate) fn publish_hooks(h: Hooks) {
