@@ -298,6 +298,7 @@ if FASTPATH:
     _release = _native.builtin("dec_ref")
     _object.set_release(_release)
     _decode._DecRef = _release
+    Object.__del__ = _native.object_release(Object)
 
 CLASS_OF_INDEX[_lib.kFunction] = Function
 OBJ_DECODERS[_lib.kFunction] = wrap_function

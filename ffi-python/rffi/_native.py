@@ -167,6 +167,15 @@ def builtin(name: str):
     return make(name.encode())
 
 
+def object_release(object_class: type):
+    """The native ``__del__`` of the Object class (a method descriptor: no Python frame when a
+    wrapper dies)."""
+    make = _PYDLL.rffi_python_object_release
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.py_object]
+    return make(object_class)
+
+
 def object_entry(name: str):
     """The native library's entry ``name`` taking one Python object and returning an int64
     (``rffi_python_from_dlpack``, ``rffi_python_function_from_callable``), called with the GIL

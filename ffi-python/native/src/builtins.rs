@@ -1,6 +1,7 @@
 //! Builtin functions for the package's own hot paths, made with `PyCFunction_NewEx` (no ctypes
-//! call, no Python frame): releasing a wrapper's reference (`dec_ref`, from `Object.__del__`)
-//! and `rffi.from_dlpack` (`from_dlpack`, which builds the Tensor wrapper itself).
+//! call, no Python frame): releasing a reference (`dec_ref`, for the decoders), `rffi.from_dlpack`
+//! (`from_dlpack`, which builds the Tensor wrapper itself), and `Object.__del__` (`release`, a
+//! method descriptor made with `PyDescr_NewMethod`).
 
 use super::call::raise_runtime_error;
 use super::cpython::*;
@@ -90,6 +91,64 @@ unsafe fn wrap(api: &Api, h: &super::Hooks, cls: PyObj, handle: i64, type_index:
         *base.add(h.tidx_slot).cast::<PyObj>() = tv;
         o
     }
+}
+
+/// `Object.__del__`: releases the wrapper's reference once (its handle becomes 0), with the GIL
+/// held. Function instances of the native type keep the handle in their native fields.
+unsafe extern "C" fn release(obj: PyObj, _unused: PyObj) -> PyObj {
+    guarded(|api| {
+        let Some(h) = hooks() else {
+            return api.none();
+        };
+        // SAFETY: GIL held (a finalizer's call); `obj` is an instance of the package's Object
+        // class (the descriptor is only installed there), whose `_h` slot is at `handle_slot`.
+        unsafe {
+            let handle = if (api.PyType_IsSubtype)(api.type_of(obj), h.func_type) != 0 {
+                let f = super::function_type::fields(h, obj);
+                std::mem::replace(&mut f.handle, 0)
+            } else {
+                let slot = obj.cast::<u8>().add(h.handle_slot).cast::<PyObj>();
+                let v = *slot;
+                if v.is_null() {
+                    return api.none();
+                }
+                let handle = (api.PyLong_AsLongLong)(v);
+                if handle == -1 && !(api.PyErr_Occurred)().is_null() {
+                    (api.PyErr_Clear)(); // not a handle: nothing to release
+                    return api.none();
+                }
+                if handle != 0 {
+                    let zero = (api.PyLong_FromLongLong)(0);
+                    if zero.is_null() {
+                        return std::ptr::null_mut();
+                    }
+                    *slot = zero;
+                    (api.Py_DecRef)(v);
+                }
+                handle
+            };
+            if handle != 0 {
+                (h.rt.object_dec_ref)(handle as usize as RFFIObjectHandle);
+            }
+            api.none()
+        }
+    })
+}
+
+/// `Object.__del__` for the class `cls` (a method descriptor, new reference), or NULL with an
+/// error set.
+///
+/// # Safety
+/// GIL held; `cls` the package's Object class.
+pub(super) unsafe fn make_release(api: &Api, cls: PyObj) -> PyObj {
+    let def = Box::leak(Box::new(PyMethodDef {
+        name: c"__del__".as_ptr(),
+        meth: release as *mut c_void,
+        flags: METH_NOARGS,
+        doc: c"Releases the wrapper's reference to its object (once).".as_ptr(),
+    }));
+    // SAFETY: GIL held; a complete, leaked definition; `cls` a type (contract).
+    unsafe { (api.PyDescr_NewMethod)(cls, def) }
 }
 
 /// Runs a builtin's body with the table, turning a panic into a RuntimeError.
