@@ -17,6 +17,7 @@ pub mod module;
 pub mod object;
 pub mod pyfast;
 pub mod python;
+pub mod reflection;
 pub mod tensor;
 pub mod value;
 
