@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test python-test python-demo kernels-test bench header clean
+.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test python-test python-demo kernels-test bench header clean
 
 all: demo
 
@@ -21,6 +21,7 @@ check-tools:
 ## Build and run every example.
 RUST_PLUGIN := $(LIB_RELEASE)/librffi_example_rust_plugin.so
 C_PLUGIN := $(BUILD)/libc_plugin.so
+CPP_PLUGIN := $(BUILD)/libcpp_plugin.so
 
 demo: check-tools python-demo
 	$(CARGO) build --release -p rffi-c -p rffi-example-rust-host -p rffi-example-rust-plugin
@@ -32,9 +33,14 @@ demo: check-tools python-demo
 	$(BUILD)/c-host $(RUST_PLUGIN) $(C_PLUGIN)
 	@echo "== Rust host =="
 	$(TARGET_DIR)/release/rffi-example-rust-host $(RUST_PLUGIN) $(C_PLUGIN)
+	c++ -std=c++17 -Wall -Wextra -O2 -shared -fPIC -Iinclude examples/cpp-plugin/plugin.cc -o $(CPP_PLUGIN)
+	c++ -std=c++17 -Wall -Wextra -O2 -Iinclude examples/cpp-host/main.cc -o $(BUILD)/cpp-host \
+	    -L$(LIB_RELEASE) -lrffi -Wl,-rpath,$(LIB_RELEASE)
+	@echo "== C++ host =="
+	$(BUILD)/cpp-host $(CPP_PLUGIN) $(RUST_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
-test: check-tools fmt-check clippy rust-test python-test kernels-test
+test: check-tools fmt-check clippy rust-test cpp-test python-test install-test kernels-test
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -45,6 +51,22 @@ clippy:
 rust-test:
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+
+## The C++ API (include/rffi/rffi.hpp): host and plugin tests, under valgrind when installed.
+cpp-test: check-tools
+	$(CARGO) build --release -p rffi-c
+	tests/cpp/run.sh
+
+## Install the library, the C/C++ headers, rffi.pc and the CMake package (find_package(rffi))
+## under PREFIX (default /usr/local; DESTDIR stages it).
+PREFIX ?= /usr/local
+install:
+	$(CARGO) build --release -p rffi-c
+	python3 packaging/install_files.py --prefix "$(PREFIX)" --destdir "$(DESTDIR)" --lib $(LIB_RELEASE)/librffi.so
+
+## CMake and pkg-config projects built against `make install` and against the installed wheel.
+install-test: python-test
+	tests/install/run.sh
 
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools

@@ -1,13 +1,16 @@
-"""Builds librffi.so (the rffi-c crate of the workspace) with cargo and ships it inside the pure-
-Python package `rffi`, as `rffi/librffi.so`. No Python extension module is built: one library
-serves every CPython, hence the `py3-none-<platform>` wheel tag.
+"""Builds the two Rust libraries of the pure-Python package `rffi` with cargo and ships them inside
+it: `rffi/librffi.so` (the runtime and its C ABI, crate rffi-c) and `rffi/librffi_python_native.so`
+(the package's native call path, crate rffi-python-native in ./native, loaded as a plugin of the
+runtime). No Python extension module is built: one build serves every CPython, hence the
+`py3-none-<platform>` wheel tag.
 
-From a checkout the crate is `../ffi-c`; an sdist carries the workspace in `rust/` (see `Sdist`).
-Set CARGO_TARGET_DIR to reuse a warm cargo cache (`cargo build --release -p rffi-c` warms it).
+From a checkout the crates are `../ffi-c` and `./native`; an sdist carries the workspace in `rust/`
+(see `Sdist`). Set CARGO_TARGET_DIR to reuse a warm cargo cache (`cargo build --release` warms it).
 """
 
 import os
 import shutil
+import sys
 
 from setuptools import setup
 from setuptools.command.sdist import sdist as _sdist
@@ -21,20 +24,38 @@ except ImportError:  # setuptools < 70.1 keeps it in the wheel package
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENDORED = os.path.join(HERE, "rust")
-MANIFEST = (
-    "rust/ffi-c/Cargo.toml"
-    if os.path.isdir(VENDORED)
-    else os.path.join("..", "ffi-c", "Cargo.toml")
-)
-LIB_NAME = "librffi.so"
+if os.path.isdir(VENDORED):
+    RUNTIME_MANIFEST = "rust/ffi-c/Cargo.toml"
+    NATIVE_MANIFEST = "rust/ffi-python/native/Cargo.toml"
+else:
+    RUNTIME_MANIFEST = os.path.join("..", "ffi-c", "Cargo.toml")
+    NATIVE_MANIFEST = os.path.join("native", "Cargo.toml")
+# Extension name -> the file the package loads.
+LIB_NAMES = {"rffi.librffi": "librffi.so", "rffi.librffi_python_native": "librffi_python_native.so"}
+# The native session worker (`rffi-worker`, Rust, no Python), shipped inside the package.
+WORKER_MANIFEST = RUNTIME_MANIFEST.replace("ffi-c", "sessions")
 
 
 class BuildRust(_build_rust):
-    # The loader looks for exactly `librffi.so` next to rffi/__init__.py; setuptools-rust would
+    # The loader looks for exactly these names next to rffi/__init__.py; setuptools-rust would
     # otherwise name it like an extension module (librffi.cpython-311-x86_64-linux-gnu.so).
     def get_dylib_ext_path(self, ext, target_fname):
         build_ext = self.get_finalized_command("build_ext")
-        return os.path.join(os.path.dirname(build_ext.get_ext_fullpath(target_fname)), LIB_NAME)
+        folder = os.path.dirname(build_ext.get_ext_fullpath(target_fname))
+        return os.path.join(folder, LIB_NAMES[target_fname])
+
+    # Beside the library: the headers, rffi.pc and the CMake package, for C/C++ builds against
+    # the installed package (`python -m rffi --cmakedir`; packaging/install_files.py).
+    def run(self):
+        super().run()
+        root = os.path.dirname(os.path.abspath(os.path.join(HERE, RUNTIME_MANIFEST, "..")))
+        sys.path.insert(0, os.path.join(root, "packaging"))
+        try:
+            import install_files
+        finally:
+            sys.path.pop(0)
+        pkg_dir = os.path.dirname(self.get_dylib_ext_path(None, "rffi.librffi"))
+        install_files.write_layout(pkg_dir, install_files.WHEEL_LAYOUT, lib=None, root=root)
 
 
 class BdistWheel(_bdist_wheel):
@@ -67,16 +88,27 @@ class Sdist(_sdist):
                 if name.startswith(".") or name == "tests":
                     continue
                 shutil.copytree(src, os.path.join(dest, name), ignore=skip)
+        # The package's own crate is a workspace member too.
+        shutil.copytree(
+            os.path.join(HERE, "native"), os.path.join(dest, "ffi-python", "native"), ignore=skip
+        )
 
 
 setup(
     rust_extensions=[
-        RustExtension(
-            "rffi.librffi",
-            path=MANIFEST,
-            binding=Binding.NoBinding,
-            debug=False,
+        RustExtension(name, path=manifest, binding=Binding.NoBinding, debug=False)
+        for name, manifest in (
+            ("rffi.librffi", RUNTIME_MANIFEST),
+            ("rffi.librffi_python_native", NATIVE_MANIFEST),
         )
+    ]
+    + [
+        RustExtension(
+            {"rffi-worker": "rffi.rffi-worker"},
+            path=WORKER_MANIFEST,
+            binding=Binding.Exec,
+            debug=False,
+        ),
     ],
     cmdclass={"build_rust": BuildRust, "bdist_wheel": BdistWheel, "sdist": Sdist},
     zip_safe=False,

@@ -11,14 +11,20 @@ mod boundary {
     #[allow(unused_imports)]
     pub(crate) use rffi_core::capi::boundary::*;
 }
+pub mod call_frame;
 pub mod error;
 pub mod function;
 pub mod module;
 pub mod object;
-pub mod pyfast;
-pub mod python;
 pub mod reflection;
 pub mod tensor;
 pub mod value;
 
 pub use rffi_core;
+/// Sessions (`rffi::session`): a controller driving workers that call registry functions by name;
+/// reached from C and Python through the `session.*` global functions.
+pub use rffi_session as session;
+
+// Keeps the `session.*` registrations in librffi.so (a linker drops library code nothing uses).
+#[used]
+static LINK_SESSIONS: fn() -> i32 = rffi_session::ffi::link;

@@ -16,7 +16,7 @@
 //! calls it too).
 
 use crate::abi::*;
-use crate::call_depth::GUARD;
+use crate::call_depth::{fast_guard, with_guard};
 use crate::error::{has_raised, set_raised, Error, Result};
 use crate::function::c_target;
 use crate::type_registry::type_index_to_key;
@@ -34,10 +34,38 @@ pub(crate) unsafe fn call_c(
     num_args: i32,
     result: *mut RFFIAny,
 ) -> i32 {
+    if let Some(guard) = fast_guard().filter(|g| g.admits()) {
+        // SAFETY: forwarded contract.
+        let (target, context) = unsafe { c_target(handle) };
+        guard.push();
+        // SAFETY: the creator promised `target` follows the calling convention with its
+        // context.
+        let rc = unsafe { target(context, args, num_args, result) };
+        guard.pop();
+        // SAFETY: forwarded contract.
+        return unsafe { normalize(handle, rc, result) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { call_c_checked(handle, args, num_args, result) }
+}
+
+/// `call_c` when the depth or stack check needs a closer look: a thread's first callback, the
+/// limit reached, or the stack low.
+///
+/// # Safety
+/// As `call_c`.
+#[cold]
+#[inline(never)]
+unsafe fn call_c_checked(
+    handle: *mut c_void,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
     // SAFETY: forwarded contract.
     let (target, context) = unsafe { c_target(handle) };
-    let entered = GUARD.with(|g| {
-        g.enter(
+    let entered = with_guard(|guard| {
+        guard.enter(
             // SAFETY: forwarded contract.
             || unsafe { crate::function::c_name(handle) },
             // SAFETY: the creator promised `target` follows the calling convention with its
@@ -45,23 +73,33 @@ pub(crate) unsafe fn call_c(
             || unsafe { target(context, args, num_args, result) },
         )
     });
-    let rc = match entered {
-        Ok(rc) => rc,
+    match entered {
+        // SAFETY: forwarded contract.
+        Ok(rc) => unsafe { normalize(handle, rc, result) },
         Err(e) => {
             set_raised(e);
-            return -1;
+            -1
         }
-    };
-    if rc == 0 {
-        // SAFETY: on success a non-NULL `result` holds what the callee wrote.
-        if result.is_null() || is_plain(unsafe { &*result }) {
-            return 0;
-        }
+    }
+}
+
+/// Holds a callee's status and result to the contract: 0 with a well-formed result, else -1
+/// with an error raised.
+///
+/// # Safety
+/// As `call_c`, after the call.
+#[inline(always)]
+unsafe fn normalize(handle: *mut c_void, rc: i32, result: *mut RFFIAny) -> i32 {
+    if rc != 0 {
         // SAFETY: forwarded contract.
-        return unsafe { check_object_result(handle, result) };
+        return unsafe { failed(handle, rc) };
+    }
+    // SAFETY: on success a non-NULL `result` holds what the callee wrote.
+    if result.is_null() || is_plain(unsafe { &*result }) {
+        return 0;
     }
     // SAFETY: forwarded contract.
-    unsafe { failed(handle, rc) }
+    unsafe { check_object_result(handle, result) }
 }
 
 /// A callee returned `rc != 0`: -1, with its error or one saying it broke the contract.
@@ -88,7 +126,8 @@ unsafe fn failed(handle: *mut c_void, rc: i32) -> i32 {
 /// The common results, which need no further look: plain values and None.
 #[inline(always)]
 fn is_plain(value: &RFFIAny) -> bool {
-    (kRFFINone..=kRFFIDevice).contains(&value.type_index)
+    // One unsigned compare: a negative index wraps above the range.
+    (value.type_index as u32) <= kRFFIDevice as u32
 }
 
 /// The rest of the check of a callee's result, out of line.

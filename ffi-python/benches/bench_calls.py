@@ -68,7 +68,7 @@ def ctypes_path(f):
     cls = _core._CtypesFunction
     g = cls.__new__(cls)
     _core._IncRef(f._handle)
-    g._handle, g._tidx, g._frames, g._name = f._handle, f._tidx, [], f._name
+    g._h, g._ti, g._frames, g._name = f._handle, f._tidx, [], f._name
     return g
 
 

@@ -38,6 +38,7 @@ from ._error import Error, register_error
 from ._module import Module, load_module
 from ._object import Object
 from ._tensor import Tensor, from_dlpack
+from .session import DFunction, DModule, DRef, ProcessSession, ThreadSession
 
 __version__ = "0.1.0"
 
@@ -49,6 +50,9 @@ ABI_VERSION = _lib.VERSION
 __all__ = [
     "ABI_VERSION",
     "Array",
+    "DFunction",
+    "DModule",
+    "DRef",
     "DataType",
     "Device",
     "Error",
@@ -57,8 +61,10 @@ __all__ = [
     "Map",
     "Module",
     "Object",
+    "ProcessSession",
     "Shape",
     "Tensor",
+    "ThreadSession",
     "__version__",
     "convert",
     "device",

@@ -4,6 +4,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, TypeVar, overload
 
+from .session import DFunction as DFunction
+from .session import DModule as DModule
+from .session import DRef as DRef
+from .session import ProcessSession as ProcessSession
+from .session import ThreadSession as ThreadSession
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 _E = TypeVar("_E", bound=type[BaseException])
 

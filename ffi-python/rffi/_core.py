@@ -20,13 +20,15 @@ threads, and calls made from inside callbacks, each get their own.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import struct
 import sys
 import threading
+import types
 from collections.abc import Mapping, Sequence
 
-from . import _lib, _pyfast
+from . import _lib, _native
 from ._dtype import DataType, Device
 from ._error import _TRAMPOLINE_CODE, Error, set_raised_from_python, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, header_type_index, type_key, wrap_new
@@ -200,11 +202,11 @@ def _set_bytes(v, fr, i):
 
 
 def _set_object(v, fr, i):
-    h = v._handle
+    h = v._h
     if not h:
         raise ValueError(f"{type(v).__name__} object has been released")
     q = fr[1]
-    q[i] = v._tidx
+    q[i] = v._ti
     q[i + 1] = h
 
 
@@ -231,7 +233,7 @@ def _set_sequence(v, fr, i):
     arr = _FFI_ARRAY(*v)
     q = fr[1]
     q[i] = _lib.kArray
-    q[i + 1] = arr._handle
+    q[i + 1] = arr._h
     return arr
 
 
@@ -243,7 +245,7 @@ def _set_mapping(v, fr, i):
     m = _FFI_MAP(*flat)
     q = fr[1]
     q[i] = _lib.kMap
-    q[i + 1] = m._handle
+    q[i + 1] = m._h
     return m
 
 
@@ -259,7 +261,7 @@ def _set_callable(v, fr, i):
     f = function_from_callable(v)
     q = fr[1]
     q[i] = _lib.kFunction
-    q[i + 1] = f._handle
+    q[i + 1] = f._h
     return f
 
 
@@ -267,7 +269,7 @@ def _set_exception(v, fr, i):
     err = error_from_exception(v)
     q = fr[1]
     q[i] = _lib.kError
-    q[i + 1] = err._handle
+    q[i + 1] = err._h
     return err
 
 
@@ -275,7 +277,7 @@ def _set_opaque(v, fr, i):
     o = make_opaque(v)
     q = fr[1]
     q[i] = _lib.kOpaquePyObject
-    q[i + 1] = o._handle
+    q[i + 1] = o._h
     return o
 
 
@@ -291,6 +293,11 @@ _SETTERS: dict = {
     list: _set_sequence,
     tuple: _set_sequence,
     dict: _set_mapping,
+    # Callables, known up front so that the first call passing one converts it natively too.
+    types.FunctionType: _set_callable,
+    types.BuiltinFunctionType: _set_callable,
+    types.MethodType: _set_callable,
+    functools.partial: _set_callable,
     Device: _set_device,
     DataType: _set_dtype,
 }
@@ -384,9 +391,9 @@ def _fill(fr, args, n):
             q[i + 1] = _from_bytes(a.encode(), "little")
         else:
             setter = _SETTERS.get(t) or _resolve_setter(t)
-            if setter is _set_object and a._handle:  # runtime objects: borrowed as they are
-                q[i] = a._tidx
-                q[i + 1] = a._handle
+            if setter is _set_object and a._h:  # runtime objects: borrowed as they are
+                q[i] = a._ti
+                q[i + 1] = a._h
             else:
                 k = setter(a, fr, i)
                 if k is not None:
@@ -542,28 +549,28 @@ class Function(Object):
 
     def __init__(self, func):
         if isinstance(func, Function):
-            handle = func._handle
+            handle = func._h
             _IncRef(handle)
-            self._handle, self._tidx = handle, _lib.kFunction
+            self._h, self._ti = handle, _lib.kFunction
             self._frames, self._name = [], func._name
             return
         if not callable(func):
             raise TypeError(f"rffi.Function expects a callable, got {type(func).__name__}")
         made = function_from_callable(func)
-        self._handle, self._tidx, self._frames, self._name = (
-            made._handle,
-            made._tidx,
+        self._h, self._ti, self._frames, self._name = (
+            made._h,
+            made._ti,
             [],
             made._name,
         )
-        made._handle = 0
+        made._h = 0
 
     def __call__(self, *args):
         frames = self._frames
         try:
             fr = frames.pop()
         except IndexError:
-            fr = _new_frame(self._handle, _CAP)
+            fr = _new_frame(self._h, _CAP)
         if not args:
             q = fr[1]
             q[1] = 0
@@ -593,8 +600,8 @@ class Function(Object):
                     q[1] = 1
                     q[4] = 1
                     q[5] = a
-                elif _SETTERS.get(t) is _set_object and a._handle:  # a Tensor, a Function...
-                    _PACK1(fr[5], 8, 1, 0, 0, a._tidx, a._handle)
+                elif _SETTERS.get(t) is _set_object and a._h:  # a Tensor, a Function...
+                    _PACK1(fr[5], 8, 1, 0, 0, a._ti, a._h)
                 elif t is str and len(a) <= 7 and a.isascii():
                     _PACK1(
                         fr[5], 8, 1, 0, 0, 11 | (len(a) << 32), _from_bytes(a.encode(), "little")
@@ -641,7 +648,7 @@ class Function(Object):
         if n > _CAP:
             frames.append(fr)
             frames = None
-            fr = _new_frame(self._handle, n)
+            fr = _new_frame(self._h, n)
         temps = None
         try:
             try:
@@ -678,7 +685,7 @@ class Function(Object):
     def _call_keep(self, *args):
         """Calls and returns ``(type_index, payload)`` of the result without converting it: for an
         object result, the caller takes over the reference."""
-        fr = _new_frame(self._handle, max(len(args), _CAP))
+        fr = _new_frame(self._h, max(len(args), _CAP))
         q = fr[1]
         q[1] = len(args)
         temps = [
@@ -692,14 +699,18 @@ class Function(Object):
         finally:
             _release_temps([k for k in temps if k is not None])
 
+    def _init_copy(self, new) -> None:
+        new._frames = []
+        new._name = self._name
+
     def __repr__(self) -> str:
         name = self._name or "<anonymous>"
-        return f"<rffi.Function {name} at {self._handle:#x}>"
+        return f"<rffi.Function {name} at {self._h:#x}>"
 
 
-# The fast path (rffi/_pyfast.py): the library makes `Function` a vectorcall subclass of the class
-# above, which converts common arguments and results in Rust and hands everything else to the
-# class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
+# The fast path (rffi/_native.py): the native library makes `Function` a vectorcall subclass of
+# the class above, which converts common arguments and results in Rust and hands everything else
+# to the class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
 _CtypesFunction = Function
 
 
@@ -750,14 +761,14 @@ def _callback_failed(exc: BaseException) -> None:
         _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
 
 
-# Functions made from Python callables, natively (RFFIPyFastFunctionFromCallable): no ctypes
+# Functions made from Python callables, natively (rffi_python_function_from_callable): no ctypes
 # callback thunk per call. None on the ctypes path.
 _NATIVE_CALLBACK = None
-FASTPATH = _pyfast.ENABLED
-FASTPATH_REASON = _pyfast.REASON
+FASTPATH = _native.ENABLED
+FASTPATH_REASON = _native.REASON
 if FASTPATH:
     try:
-        Function = _pyfast.make_function_type(
+        Function = _native.make_function_type(
             _CtypesFunction,
             _CtypesFunction.__call__,
             take_raised_exception,
@@ -766,9 +777,9 @@ if FASTPATH:
             _set_object,
             Object,
             _DLPACK_SETTER,
-            (_decode_arg, _write_owned, _callback_failed),
+            (_decode_arg, _write_owned, _callback_failed, _set_callable),
         )
-        _NATIVE_CALLBACK = _pyfast.object_entry("RFFIPyFastFunctionFromCallable")
+        _NATIVE_CALLBACK = _native.object_entry("rffi_python_function_from_callable")
         Function.__doc__ = _CtypesFunction.__doc__
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
@@ -776,8 +787,8 @@ if FASTPATH:
 
 def _wrap_function(h: int, name=None) -> Function:
     f = Function.__new__(Function)
-    f._handle = h
-    f._tidx = _lib.kFunction
+    f._h = h
+    f._ti = _lib.kFunction
     f._frames = []
     f._name = name
     return f
@@ -809,11 +820,24 @@ def _trampoline(token, args_ptr, nargs, result_ptr):
             _write_owned(r, result_ptr)
         return 0
     except BaseException as exc:  # everything, KeyboardInterrupt included, goes back as an Error
+        # A few frames of headroom: a RecursionError at the limit must itself be converted.
+        limit = _get_recursion_limit()
+        _set_recursion_limit(limit + 50)
         try:
+            if type(exc) is ctypes.ArgumentError and "RecursionError" in str(exc):
+                # ctypes reports a RecursionError met while converting an argument of one of
+                # its calls as an ArgumentError: it is the caller's recursion, say so.
+                exc = RecursionError(f"maximum recursion depth exceeded ({exc})")
             set_raised_from_python(exc)
         except BaseException:  # pragma: no cover - conversion of the exception itself failed
             _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
+        finally:
+            _set_recursion_limit(limit)
         return -1
+
+
+_get_recursion_limit = sys.getrecursionlimit
+_set_recursion_limit = sys.setrecursionlimit
 
 
 _TRAMPOLINE_CODE[0] = _trampoline.__code__
@@ -843,11 +867,21 @@ def function_from_callable(f) -> Function:
         return _wrap_function(h, name)
     token = _next_token()
     _CALLBACKS[token] = f
-    out = _c_void_p()
-    if _lib.FunctionCreate(token, _TRAMPOLINE_ADDR, _DELETER_ADDR, _byref(out)) != 0:
-        _CALLBACKS.pop(token, None)
-        raise take_raised_exception()
-    return _wrap_function(out.value, name)
+    # Plain addresses, no ctypes pointer objects: their argument checks would turn a
+    # RecursionError at the limit into a ctypes ArgumentError.
+    fr = _scratch()
+    try:
+        if _FunctionCreateAt(token, _TRAMPOLINE_ADDR, _DELETER_ADDR, fr[3] + 16) != 0:
+            _CALLBACKS.pop(token, None)
+            raise take_raised_exception()
+        h = fr[1][2]
+        fr[1][2] = 0
+    finally:
+        _SCRATCH.append(fr)
+    return _wrap_function(h, name)
+
+
+_FunctionCreateAt = _lib.FunctionCreateAt
 
 
 def convert(value):
@@ -916,7 +950,7 @@ def _decode_opaque(h: int):
 def error_from_exception(exc: BaseException) -> Error:
     """The Error object for a Python exception (the one it came from, if any)."""
     err = getattr(exc, "__rffi_error__", None)
-    if isinstance(err, Error) and err._handle:
+    if isinstance(err, Error) and err._h:
         return err
     from ._error import _CLASS_TO_KIND, _format_frames
 
@@ -977,13 +1011,13 @@ class Array(Object, Sequence):
 
     def __init__(self, items=()):
         ti, h = _FFI_ARRAY._call_keep(*items)
-        self._handle, self._tidx = h, ti
+        self._h, self._ti = h, ti
 
     def __len__(self) -> int:
-        return _read_i64(self._handle + 32).value
+        return _read_i64(self._h + 32).value
 
     def __getitem__(self, index):
-        data, size = _unpack_QQ(_string_at(self._handle + 24, 16))
+        data, size = _unpack_QQ(_string_at(self._h + 24, 16))
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(size))]
         try:
@@ -999,12 +1033,15 @@ class Array(Object, Sequence):
         return _decode_view(_string_at(data + 16 * i, 16), 0)
 
     def __iter__(self):
-        data, size = _unpack_QQ(_string_at(self._handle + 24, 16))
+        data, size = _unpack_QQ(_string_at(self._h + 24, 16))
         if not size:
             return iter(())
         raw = _string_at(data, 16 * size)
         # Items are decoded up front: a lazy iterator would read memory owned by the array.
         return iter([_decode_view(raw, 16 * k) for k in range(size)])
+
+    def _value_form(self, what: str):
+        return Array, (list(self),)
 
     def __repr__(self) -> str:
         return f"Array({list(self)!r})"
@@ -1025,7 +1062,7 @@ class Map(Object, Mapping):
             flat.append(k)
             flat.append(v)
         ti, h = _FFI_MAP._call_keep(*flat)
-        self._handle, self._tidx = h, ti
+        self._h, self._ti = h, ti
 
     def __len__(self) -> int:
         return _FFI_MAP_SIZE(self)
@@ -1056,6 +1093,9 @@ class Map(Object, Mapping):
 
     def __iter__(self):
         return iter(self.keys())
+
+    def _value_form(self, what: str):
+        return Map, (self.items(),)
 
     def __repr__(self) -> str:
         return f"Map({dict(self.items())!r})"
@@ -1113,9 +1153,14 @@ def register_global_func(func_name, f=None, override: bool = False):
         f, func_name = func_name, func_name.__name__
 
     def register(fn):
+        if not callable(fn):
+            raise TypeError(
+                f"register_global_func({func_name!r}): expected a callable or an rffi.Function, "
+                f"got {type(fn).__name__}"
+            )
         func = fn if isinstance(fn, Function) else function_from_callable(fn)
         b = _name_bytes(func_name)
-        if _lib.FunctionSetGlobal(_byref(_byte_array(b)), func._handle, 1 if override else 0):
+        if _lib.FunctionSetGlobal(_byref(_byte_array(b)), func._h, 1 if override else 0):
             raise take_raised_exception()
         if func._name is None or not isinstance(fn, Function):
             func._name = func_name

@@ -73,12 +73,12 @@ class Error(Object):
 
     def __init__(self, kind: str, message: str, backtrace: str = ""):
         h = _create_error(kind, message, backtrace)
-        self._handle = h
-        self._tidx = _lib.kError
+        self._h = h
+        self._ti = _lib.kError
 
     def _field(self, getter) -> str:
         ba = _lib.ByteArray()
-        if getter(self._handle, _byref(ba)) != 0:
+        if getter(self._h, _byref(ba)) != 0:
             raise_last_error()
         return _string_at(ba.data, ba.size).decode("utf-8", "replace") if ba.size else ""
 
@@ -96,10 +96,13 @@ class Error(Object):
 
     def py_error(self) -> BaseException:
         """The exception this error stands for (the original one, if it came from Python)."""
-        entry = _PY_ERRORS.get(self._handle)
+        entry = _PY_ERRORS.get(self._h)
         if entry is not None:
             return entry[1]
         return _new_exception(self.kind, self.message, self)
+
+    def _value_form(self, what: str):
+        return Error, (self.kind, self.message, self.backtrace)
 
     def __repr__(self) -> str:
         return f"rffi.Error(kind={self.kind!r}, message={self.message!r})"
@@ -333,10 +336,10 @@ def set_raised_from_python(exc: BaseException) -> None:
         tb = tb.tb_next
     err = getattr(exc, "__rffi_error__", None)
     handle = 0
-    if isinstance(err, Error) and err._handle:
+    if isinstance(err, Error) and err._h:
         # It came from native code before: keep the same Error (its identity crosses every
         # layer) and append the Python frames added since it came back.
-        handle = err._handle
+        handle = err._h
         stop = getattr(err, "_tb_mark", None)
         err._tb_mark = None
         text = _format_frames(tb, stop).encode("utf-8", "replace")
@@ -349,7 +352,7 @@ def set_raised_from_python(exc: BaseException) -> None:
             message = str(exc.args[0])  # str(KeyError('k')) is "'k'"
         err = wrap_new(Error, _create_error(kind, message, _format_frames(tb, None)), _lib.kError)
         exc.__rffi_error__ = err
-        handle = err._handle
+        handle = err._h
     recorded = len(_backtrace_bytes(handle))
     _PY_ERRORS[handle] = (err, exc, recorded)
     if len(_PY_ERRORS) >= _PY_ERRORS_SWEEP_AT:

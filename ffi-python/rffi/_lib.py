@@ -17,7 +17,8 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_LIB_NAME = "librffi.dylib" if sys.platform == "darwin" else "librffi.so"
+LIB_NAME = "librffi.dylib" if sys.platform == "darwin" else "librffi.so"
+_LIB_NAME = LIB_NAME
 
 # The ABI major version this package speaks. A library of another major version is refused at
 # import with both versions named, rather than crashing on the first mismatched layout.
@@ -146,6 +147,9 @@ def _fn_addr(name, restype, argtypes):
 
 ErrorMoveFromRaisedAt = _fn_addr("RFFIErrorMoveFromRaised", None, [c_void_p])
 ErrorGetBacktraceAt = _fn_addr("RFFIErrorGetBacktrace", c_int32, [c_void_p, c_void_p])
+FunctionCreateAt = _fn_addr(
+    "RFFIFunctionCreate", c_int32, [c_void_p, c_void_p, c_void_p, c_void_p]
+)
 
 SAFE_CALL = ctypes.CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p)
 DELETER = ctypes.CFUNCTYPE(None, c_void_p)
@@ -176,6 +180,9 @@ TensorFromDLPackVersioned = _optional_fn(
     "RFFITensorFromDLPackVersioned", c_int32, [c_void_p, c_int32, c_int32, P(c_void_p)]
 )
 TensorToDLPack = _optional_fn("RFFITensorToDLPack", c_int32, [c_void_p, P(c_void_p)])
+TensorAlloc = _optional_fn(
+    "RFFITensorAlloc", c_int32, [c_void_p, c_int32, DLDataType, DLDevice, P(c_void_p)]
+)
 TensorToDLPackVersioned = _optional_fn(
     "RFFITensorToDLPackVersioned", c_int32, [c_void_p, P(c_void_p)]
 )

@@ -33,7 +33,7 @@ class Module(Object):
             raise TypeError(f"a function name must be a str, got {type(name).__name__}")
         b = name.encode("utf-8")
         out = ctypes.c_void_p()
-        if _lib.ModuleGetFunction(self._handle, ctypes.byref(_byte_array(b)), ctypes.byref(out)):
+        if _lib.ModuleGetFunction(self._h, ctypes.byref(_byte_array(b)), ctypes.byref(out)):
             raise take_raised_exception()
         if not out.value:
             if allow_missing:
@@ -68,7 +68,7 @@ class Module(Object):
         """The module's function names: those its plugin registered, then the exported symbols
         looked up so far."""
         out = ctypes.c_void_p()
-        if _lib.ModuleListFunctions(self._handle, ctypes.byref(out)) != 0:
+        if _lib.ModuleListFunctions(self._h, ctypes.byref(out)) != 0:
             raise take_raised_exception()
         return list(wrap_new(Array, out.value, _lib.kArray))
 

@@ -1,12 +1,22 @@
 """``Object``: the Python wrapper of a reference-counted runtime object.
 
-A wrapper owns one strong reference to its object (``_handle`` is the object's address) and
-releases it when the wrapper dies. ``_tidx`` caches the object's type index, which is what a call
-writes next to the handle when the object is passed as an argument.
+A wrapper owns one strong reference to its object and releases it when the wrapper dies. The
+object's address is in the slot ``_h`` and its type index (what a call writes next to the address
+when the object is passed as an argument) in ``_ti``; users read them as ``_handle`` and ``_tidx``,
+which are read-only: a wrapper whose address was replaced would release or pass memory it does not
+own.
+
+Copies (one rule for every wrapper, defined here):
+
+* ``copy.copy(obj)`` shares the object: a new wrapper holding its own reference.
+* ``copy.deepcopy(obj)`` and ``pickle`` copy by value, through ``_value_form()``: a type with a
+  value form (containers of values, errors, CPU tensors) returns ``(rebuild, args)``; the others
+  (functions, modules, opaque objects, device memory) raise a TypeError naming the type.
 """
 
 from __future__ import annotations
 
+import copy as _copy
 import ctypes
 
 from . import _lib
@@ -34,50 +44,103 @@ class Object:
     """A runtime object held from Python. Instances are made by the runtime's conversions; two
     wrappers of the same object compare equal."""
 
-    __slots__ = ("_handle", "_tidx", "__weakref__")
+    __slots__ = ("_h", "_ti", "__weakref__")
 
     def __del__(self):
-        h = getattr(self, "_handle", 0)
+        h = getattr(self, "_h", 0)
         if h:
-            self._handle = 0
+            self._h = 0
             try:
                 _DecRef(h)
             except Exception:  # interpreter shutdown: the library may be gone already
                 pass
 
     @property
+    def _handle(self) -> int:
+        """The object's address (read-only)."""
+        return self._h
+
+    @property
+    def _tidx(self) -> int:
+        """The object's type index (read-only)."""
+        return self._ti
+
+    @property
     def type_index(self) -> int:
-        return self._tidx
+        return self._ti
 
     @property
     def type_key(self) -> str:
-        return type_key(self._tidx)
+        return type_key(self._ti)
 
     def same_as(self, other) -> bool:
         """Whether both wrap the same runtime object."""
-        return isinstance(other, Object) and other._handle == self._handle
+        return isinstance(other, Object) and other._h == self._h
 
     def __eq__(self, other):
         if isinstance(other, Object):
-            return other._handle == self._handle
+            return other._h == self._h
         return NotImplemented
 
     def __hash__(self):
-        return hash(self._handle)
+        return hash(self._h)
 
     def _use_count(self) -> int:
         """The object's strong reference count (this wrapper's included)."""
-        return _read_u64(self._handle).value & 0xFFFFFFFF
+        return _read_u64(self._h).value & 0xFFFFFFFF
 
     def __repr__(self) -> str:
-        return f"<rffi.Object {self.type_key} at {self._handle:#x}>"
+        return f"<rffi.Object {self.type_key} at {self._h:#x}>"
+
+    # ---- Copies ----
+
+    def __copy__(self):
+        """A new wrapper of the same object, holding its own reference."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        h = self._h
+        if h:
+            _IncRef(h)
+        new._h = h
+        new._ti = self._ti
+        self._init_copy(new)
+        return new
+
+    def _init_copy(self, new) -> None:
+        """Fills the fields a subclass adds in a shallow copy ``new`` (none here)."""
+
+    def _value_form(self, what: str):
+        """``(rebuild, args)`` such that ``rebuild(*args)`` makes an equal, independent object;
+        a TypeError (saying it cannot ``what``) where the type has no value form."""
+        raise TypeError(
+            f"cannot {what} {_describe(self)}: it has no value form (copy.copy shares it instead)"
+        )
+
+    def __deepcopy__(self, memo):
+        self._check_live("deepcopy")
+        rebuild, args = self._value_form("deepcopy")
+        return rebuild(*_copy.deepcopy(args, memo))
+
+    def __reduce__(self):
+        self._check_live("pickle")
+        return self._value_form("pickle")
+
+    def _check_live(self, what: str) -> None:
+        if not self._h:
+            raise ValueError(f"cannot {what} {_describe(self)}: it has been released")
+
+
+def _describe(obj) -> str:
+    cls = type(obj)
+    name = f"rffi.{cls.__name__}" if cls.__module__.startswith("rffi") else cls.__qualname__
+    return f"{name} ({type_key(obj._ti)})" if obj._h else name
 
 
 def wrap_new(cls, handle: int, tidx: int):
     """A wrapper of class ``cls`` that takes over one owned reference to ``handle``."""
     obj = cls.__new__(cls)
-    obj._handle = handle
-    obj._tidx = tidx
+    obj._h = handle
+    obj._ti = tidx
     return obj
 
 

@@ -8,11 +8,14 @@ current CUDA stream) only when a CUDA torch tensor is passed, at which point tor
 from __future__ import annotations
 
 import ctypes
+import itertools
+import operator
 import struct
 import sys
 
-from . import _core, _lib, _pyfast
+from . import _core, _lib, _native
 from ._dtype import DataType, Device
+from ._dtype import dtype as _dtype
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
@@ -54,7 +57,7 @@ class Tensor(Object):
     __slots__ = ()
 
     def _dl(self):
-        return _DLTENSOR_FMT.unpack(ctypes.string_at(self._handle + 24, 48))
+        return _DLTENSOR_FMT.unpack(ctypes.string_at(self._h + 24, 48))
 
     @property
     def shape(self) -> tuple:
@@ -117,15 +120,84 @@ class Tensor(Object):
             raise BufferError(f"rffi.Tensor is on {self.device}, not on device {dl_device}")
         out = ctypes.c_void_p()
         if max_version is not None and max_version[0] >= 1:
-            if _lib.TensorToDLPackVersioned(self._handle, ctypes.byref(out)) != 0:
+            if _lib.TensorToDLPackVersioned(self._h, ctypes.byref(out)) != 0:
                 raise take_raised_exception()
             return _PyCapsule_New(out.value, _DLTENSOR_VERSIONED, _CAPSULE_DELETER_VERSIONED_ADDR)
-        if _lib.TensorToDLPack(self._handle, ctypes.byref(out)) != 0:
+        if _lib.TensorToDLPack(self._h, ctypes.byref(out)) != 0:
             raise take_raised_exception()
         return _PyCapsule_New(out.value, _DLTENSOR, _CAPSULE_DELETER_ADDR)
 
+    def _value_form(self, what: str):
+        """A host tensor's value: its elements' bytes (in row-major order, whatever its strides),
+        dtype and shape; memory on a device has no value form here."""
+        if self.__dlpack_device__()[0] not in _HOST_DEVICE_TYPES:
+            raise TypeError(
+                f"cannot {what} rffi.Tensor on {self.device}: device memory has no value form "
+                "(copy it to the host first; copy.copy shares it)"
+            )
+        return tensor_from_bytes, (self._host_bytes(), str(self.dtype), self.shape)
+
+    def _host_bytes(self) -> bytes:
+        """The elements of a host tensor, row-major and packed."""
+        shape, strides = self.shape, self.strides
+        dt = self.dtype
+        nbits = dt.bits * dt.lanes
+        numel = self.numel
+        if numel == 0:
+            return b""
+        base = self.data_ptr()
+        if self.is_contiguous():
+            return ctypes.string_at(base, (numel * nbits + 7) // 8)
+        if nbits % 8:
+            raise TypeError(f"cannot copy a strided tensor of {dt} (elements smaller than a byte)")
+        item = nbits // 8
+        # Rows along the last axis are read in one piece when they are dense.
+        row_dims = shape[:-1] if strides[-1] == 1 else shape
+        row = shape[-1] * item if strides[-1] == 1 else item
+        parts = []
+        for index in itertools.product(*(range(n) for n in row_dims)):
+            offset = sum(i * s for i, s in zip(index, strides)) * item
+            parts.append(ctypes.string_at(base + offset, row))
+        return b"".join(parts)
+
     def __repr__(self) -> str:
         return f"rffi.Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+
+# kDLCPU, kDLCUDAHost, kDLROCMHost: memory the host reads directly.
+_HOST_DEVICE_TYPES = (1, 3, 11)
+
+
+def tensor_from_bytes(data: bytes, dtype, shape) -> Tensor:
+    """A new CPU tensor of ``dtype`` and ``shape`` holding a copy of ``data`` (its elements,
+    row-major): the value form that pickling and ``copy.deepcopy`` of a Tensor use."""
+    dt = _dtype(dtype)
+    dims = tuple(operator.index(d) for d in shape)
+    numel = 1
+    for d in dims:
+        numel *= d
+    size = (numel * dt.bits * dt.lanes + 7) // 8
+    data = bytes(data)
+    if len(data) != size:
+        raise ValueError(
+            f"tensor_from_bytes: {len(data)} bytes given for a {dt} tensor of shape {dims}, "
+            f"which has {size}"
+        )
+    out = ctypes.c_void_p()
+    shape_arr = (ctypes.c_int64 * max(len(dims), 1))(*dims)
+    rc = _lib.TensorAlloc(
+        shape_arr,
+        len(dims),
+        _lib.DLDataType(dt.type_code, dt.bits, dt.lanes),
+        _lib.DLDevice(1, 0),
+        ctypes.byref(out),
+    )
+    if rc != 0:
+        raise take_raised_exception()
+    t = wrap_new(Tensor, out.value, _lib.kTensor)
+    if size:
+        ctypes.memmove(t.data_ptr(), data, size)
+    return t
 
 
 CLASS_OF_INDEX[_lib.kTensor] = Tensor
@@ -180,7 +252,7 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
 
 
 # The fast path's import of the producers it handles natively; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _pyfast.object_entry("RFFIPyFastFromDLPack") if _core.FASTPATH else None
+_NATIVE_FROM_DLPACK = _native.object_entry("rffi_python_from_dlpack") if _core.FASTPATH else None
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
@@ -274,7 +346,7 @@ def _set_dlpack(value, fr, i):
     t = from_dlpack(value)
     q = fr[1]
     q[i] = _lib.kTensor
-    q[i + 1] = t._handle
+    q[i + 1] = t._h
     vt = type(value)
     alloc = _allocator_of(vt) if _lib.EnvSetDLPackManagedTensorAllocator is not None else 0
     dev_id = stream = None

@@ -34,6 +34,11 @@ def test_path_is_chosen_as_documented():
         [sys.executable, "-m", "rffi", "info"], capture_output=True, text=True, check=True
     ).stdout
     assert ("call path: native fast path" in out) == EXPECT_FAST
+    # It says why when the native path is not in use.
+    if FORCED_OFF:
+        assert "call path: ctypes, because: RFFI_PYTHON_FASTPATH=0" in out
+    if EXPECT_FAST:
+        assert "native library: " in out and "librffi_python_native" in out
 
 
 def test_forcing_the_ctypes_path():

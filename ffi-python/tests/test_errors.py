@@ -191,3 +191,48 @@ def test_bad_input_is_a_clear_error(testing):
         testing.add_one("not an int")
     with pytest.raises(TypeError, match="expects 1 argument"):
         testing.add_one(1, 2)
+
+
+# ---- Deep recursion keeps its RecursionError ----
+
+
+def _recurse_through_native(testing, depth):
+    def f(n):
+        return 0 if n == 0 else testing.apply(f, n - 1)
+
+    return f(depth)
+
+
+@pytest.mark.parametrize("depth", [5_000, 50_000])
+def test_deep_round_trips_raise_recursion_error(testing, depth):
+    # Python -> native -> Python ... past the interpreter's limit: the RecursionError the
+    # interpreter raised comes back to the caller as a RecursionError, not a RuntimeError.
+    with pytest.raises(RecursionError):
+        _recurse_through_native(testing, depth)
+    assert _recurse_through_native(testing, 50) == 0  # and the process is still fine
+
+
+def test_recursion_error_from_a_callback_is_the_same_object(testing):
+    # native -> Python raising RecursionError -> native -> Python: the same exception.
+    err = RecursionError("deep")
+
+    def cb():
+        raise err
+
+    with pytest.raises(RecursionError) as info:
+        testing.apply(cb)
+    assert info.value is err
+
+
+def test_python_recursion_inside_a_callback(testing):
+    def runaway(n):
+        return runaway(n + 1)
+
+    with pytest.raises(RecursionError):
+        testing.apply(runaway, 0)
+
+
+def test_register_refuses_a_non_callable():
+    with pytest.raises(TypeError, match=r"register_global_func\('py.five'\).*got int"):
+        rffi.register_global_func("py.five", 5)
+    assert rffi.get_global_func("py.five", allow_missing=True) is None

@@ -3,6 +3,7 @@ dtypes, library selection."""
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -121,3 +122,28 @@ def test_object_reprs(testing):
     err = rffi.Error("KeyError", "k")
     assert str(err) == "KeyError: k"
     assert rffi.Array([]).type_key == "ffi.Array"
+
+
+def test_native_code_lives_beside_the_package():
+    """The Python-specific native code is the package's own library (ffi-python/native), loaded
+    as a plugin of the runtime; librffi.so and its header export nothing Python-specific."""
+    from rffi import _core, _native
+
+    header = pathlib.Path(__file__).resolve().parents[2] / "include" / "rffi" / "c_api.h"
+    if header.exists():
+        assert "RFFIPy" not in header.read_text()
+    if shutil.which("nm"):
+        out = subprocess.run(
+            ["nm", "-D", "--defined-only", rffi.LIB_PATH], capture_output=True, text=True
+        )
+        exported = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
+        assert "RFFIFunctionCall" in exported
+        assert not [s for s in exported if s.startswith("RFFIPy") or "python" in s.lower()]
+    if not _core.FASTPATH:
+        return
+    assert os.path.dirname(_native.PATH) == os.path.dirname(rffi.LIB_PATH)
+    # Loaded through the runtime's plugin loader: loading it again gives that same module, which
+    # registers no functions of its own.
+    mod = rffi.load_module(_native.PATH)
+    assert mod.list_functions() == []
+    assert mod.path == _native.PATH

@@ -274,14 +274,6 @@ typedef struct DLManagedTensorVersioned {
 typedef void *RFFIObjectHandle;
 
 /**
- * A borrowed byte range (not NUL-terminated in general).
- */
-typedef struct RFFIByteArray {
-  const char *data;
-  size_t size;
-} RFFIByteArray;
-
-/**
  * Deleter of an object: `flags` is a mask of `kRFFIObjectDeleterFlagBitMask*`.
  */
 typedef void (*RFFIObjectDeleter)(void *self_, int32_t flags);
@@ -326,25 +318,6 @@ typedef struct RFFIAny {
 } RFFIAny;
 
 /**
- * The calling convention of every function: `args` are borrowed values, `result` is owned by the
- * caller and must hold a non-object value (zero it) before the call. Returns 0 on success and -1
- * with an error in the thread-local slot (see `RFFIErrorMoveFromRaised`).
- */
-typedef int32_t (*RFFISafeCallType)(void *handle,
-                                    const struct RFFIAny *args,
-                                    int32_t num_args,
-                                    struct RFFIAny *result);
-
-/**
- * Version triple reported by `RFFIGetVersion`.
- */
-typedef struct RFFIVersion {
-  uint32_t major;
-  uint32_t minor;
-  uint32_t patch;
-} RFFIVersion;
-
-/**
  * A call prepared in one block of memory: the function, the argument count, the result slot, and
  * then `num_args` argument values (`RFFIAny`, 16 bytes each) starting right after this header
  * (at byte offset 32). The layout is fixed so a binding can fill it with plain byte writes.
@@ -364,6 +337,33 @@ typedef struct RFFICallFrame {
    */
   struct RFFIAny result;
 } RFFICallFrame;
+
+/**
+ * A borrowed byte range (not NUL-terminated in general).
+ */
+typedef struct RFFIByteArray {
+  const char *data;
+  size_t size;
+} RFFIByteArray;
+
+/**
+ * The calling convention of every function: `args` are borrowed values, `result` is owned by the
+ * caller and must hold a non-object value (zero it) before the call. Returns 0 on success and -1
+ * with an error in the thread-local slot (see `RFFIErrorMoveFromRaised`).
+ */
+typedef int32_t (*RFFISafeCallType)(void *handle,
+                                    const struct RFFIAny *args,
+                                    int32_t num_args,
+                                    struct RFFIAny *result);
+
+/**
+ * Version triple reported by `RFFIGetVersion`.
+ */
+typedef struct RFFIVersion {
+  uint32_t major;
+  uint32_t minor;
+  uint32_t patch;
+} RFFIVersion;
 
 /**
  * Reads the field at `field` (the object's address plus the field's offset) into an owned value.
@@ -619,6 +619,14 @@ typedef struct RFFIHostApi {
   int32_t (*env_set_stream)(int32_t, int32_t, void*, void**);
   void *(*env_get_stream)(int32_t, int32_t);
   RFFIDLPackManagedTensorAllocator (*env_get_dlpack_managed_tensor_allocator)(void);
+  int32_t (*tensor_from_dlpack)(struct DLManagedTensor*, int32_t, int32_t, RFFIObjectHandle*);
+  int32_t (*tensor_from_dlpack_versioned)(struct DLManagedTensorVersioned*,
+                                          int32_t,
+                                          int32_t,
+                                          RFFIObjectHandle*);
+  int32_t (*env_set_dlpack_managed_tensor_allocator)(RFFIDLPackManagedTensorAllocator,
+                                                     int32_t,
+                                                     RFFIDLPackManagedTensorAllocator*);
   int32_t (*type_get_or_alloc_index)(const struct RFFIByteArray*,
                                      int32_t,
                                      int32_t,
@@ -641,6 +649,17 @@ typedef int32_t (*RFFIPluginInit)(const struct RFFIHostApi *host);
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the
+ * result in `frame->result`: the same call, checks and outcome as
+ * `RFFIFunctionCall(frame->func, args, frame->num_args, &frame->result)`.
+ *
+ * # Safety
+ * `frame` must be NULL (a ValueError) or point to a frame header followed by `num_args` valid
+ * values; `func` must be NULL or a live object.
+ */
+int32_t RFFIFunctionCallFrame(struct RFFICallFrame *frame);
 
 /**
  * Makes `error` this thread's raised error; the runtime takes its own reference. A NULL handle or
@@ -903,80 +922,6 @@ int32_t RFFIObjectCreateOpaque(void *handle,
  * `out` must be writable.
  */
 int32_t RFFITypeIndexToKey(int32_t type_index, struct RFFIByteArray *out);
-
-/**
- * The CPython entry points the fast path needs, as space-separated `kind:name` entries in the
- * order `RFFIPyFastInit` expects them. `kind` is `f` (a function: its address), `o` (a static
- * object such as `_Py_NoneStruct`: its address) or `p` (a `PyObject*` variable such as
- * `PyExc_TypeError`: the pointer it holds). The string is static and NUL-terminated.
- */
-const char *RFFIPyFastSymbolNames(void);
-
-/**
- * Hands the fast path the CPython entry points: `table` holds `n` addresses in the order of
- * `RFFIPyFastSymbolNames`, `object_basicsize` is `object.__basicsize__` of the running
- * interpreter (its object header size). Returns 0, or -1 when the count is wrong, an entry is
- * NULL or the header size is implausible (then nothing is stored and no error is raised). Call
- * it once per process, from Python through `ctypes.PyDLL`; later calls keep the first table.
- *
- * # Safety
- * `table` must be NULL or point to `n` readable pointers that are the named CPython entries of
- * the interpreter this process runs.
- */
-int32_t RFFIPyFastInit(const void *const *table, int32_t n, int64_t object_basicsize);
-
-/**
- * Builds the `rffi.Function` class of the fast path and returns a new reference to it, or NULL
- * with a Python exception set. `bases` is a tuple holding the package's Python Function class
- * (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
- * `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
- * `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
- * tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
- * package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
- * `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
- * DLPack producers; the last three serve callback Functions). Instances expose the members
- * `_handle`, `_tidx` and `release_gil`.
- * Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
- * `restype = ctypes.py_object`.
- *
- * # Safety
- * The arguments must be live Python objects of the kinds described, and the GIL must be held.
- */
-void *RFFIPyFastMakeFunctionType(void *bases, int64_t base_basicsize, void *hooks);
-
-/**
- * `rffi.from_dlpack(obj)` for the producers the call path imports natively (types with a DLPack
- * exchange API, and host-memory producers the package sends to its DLPack setter): returns a
- * new Tensor handle, 0 when `obj` is left to the package's Python code (nothing set), or -1 with
- * an Error raised on this thread. A Python exception a producer raised stays set. Call through
- * `ctypes.PyDLL` (the GIL held) after `RFFIPyFastMakeFunctionType`.
- *
- * # Safety
- * `obj` must be a live Python object and the GIL must be held.
- */
-int64_t RFFIPyFastFromDLPack(void *obj);
-
-/**
- * A runtime Function that calls the Python callable `callable` (holding a reference to it until
- * the Function is released): returns the new Function handle, or 0 with an Error raised on
- * this thread. Calls take the GIL themselves, from any thread. Call through `ctypes.PyDLL` (the
- * GIL held) after `RFFIPyFastMakeFunctionType`.
- *
- * # Safety
- * `callable` must be a live Python object and the GIL must be held.
- */
-int64_t RFFIPyFastFunctionFromCallable(void *callable);
-
-/**
- * Calls `frame->func` with the `frame->num_args` values that follow the frame header, storing the
- * result in `frame->result`: the same call, checks and outcome as
- * `RFFIFunctionCall(frame->func, args, frame->num_args, &frame->result)`.
- *
- * # Safety
- * `frame` must be NULL (a ValueError) or point to a frame header followed by `num_args` valid
- * values; `func` must be NULL or a live object.
- */
-int32_t RFFIFunctionCallFrame(struct RFFICallFrame *frame);
 
 /**
  * Returns the index of `type_key`, registering it as an object type whose parent is

@@ -1,4 +1,4 @@
-/* Every exported C function (RFFIPy* aside) called with the bad inputs a careless or hostile
+/* Every exported C function called with the bad inputs a careless or hostile
  * caller can pass: NULL pointers, wrong object types, out-of-range numbers, malformed values and
  * names. Each must fail cleanly, as -1 with an error of the documented kind naming the function
  * and the argument (or, for the few functions without a status, in the documented way), and

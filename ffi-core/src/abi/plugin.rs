@@ -6,8 +6,8 @@
 //! looks up `__rffi_` + name, and no loader symbol starts with `__rffi_`, so no name a caller
 //! passes can reach the version record, the init entry or the host-table variable.
 
-use super::RFFIDLPackManagedTensorAllocator;
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
+use super::{DLManagedTensor, DLManagedTensorVersioned, RFFIDLPackManagedTensorAllocator};
 use super::{RFFIFieldInfo, RFFIMethodInfo, RFFITypeInfo, RFFITypeMetadata};
 use core::ffi::{c_char, c_void};
 
@@ -76,6 +76,15 @@ pub struct RFFIHostApi {
     pub env_get_stream: unsafe extern "C" fn(i32, i32) -> *mut c_void,
     pub env_get_dlpack_managed_tensor_allocator:
         unsafe extern "C" fn() -> RFFIDLPackManagedTensorAllocator,
+    pub tensor_from_dlpack:
+        unsafe extern "C" fn(*mut DLManagedTensor, i32, i32, *mut RFFIObjectHandle) -> i32,
+    pub tensor_from_dlpack_versioned:
+        unsafe extern "C" fn(*mut DLManagedTensorVersioned, i32, i32, *mut RFFIObjectHandle) -> i32,
+    pub env_set_dlpack_managed_tensor_allocator: unsafe extern "C" fn(
+        RFFIDLPackManagedTensorAllocator,
+        i32,
+        *mut RFFIDLPackManagedTensorAllocator,
+    ) -> i32,
     // ABI 0.2: the type registry's reflection.
     pub type_get_or_alloc_index:
         unsafe extern "C" fn(*const RFFIByteArray, i32, i32, i32, i32, i32) -> i32,

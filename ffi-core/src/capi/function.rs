@@ -50,10 +50,11 @@ pub unsafe extern "C" fn RFFIFunctionCreate(
     })
 }
 
-/// The slow path of `RFFIFunctionCall`: says what was wrong with the call.
+/// The slow path of `RFFIFunctionCall`: says what was wrong with the call. `extern "C"` (which
+/// cannot unwind) so that `RFFIFunctionCall` can jump to it without a frame of its own.
 #[cold]
 #[inline(never)]
-fn reject_call(
+extern "C" fn reject_call(
     func: RFFIObjectHandle,
     args: *const RFFIAny,
     num_args: i32,

@@ -12,7 +12,6 @@ use super::call::{call2, plain_to_python};
 use super::cpython::*;
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
-use rffi_core::capi;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -20,15 +19,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 ///
 /// # Safety
 /// GIL held; `callable` a live object.
-pub(super) unsafe fn function_from_callable(api: &Api, callable: PyObj) -> RFFIObjectHandle {
+pub(super) unsafe fn function_from_callable(
+    api: &Api,
+    h: &Hooks,
+    callable: PyObj,
+) -> RFFIObjectHandle {
     let mut out: RFFIObjectHandle = std::ptr::null_mut();
     // SAFETY: GIL held; the Function owns the reference taken here (released by `release`, or
     // below when creation fails).
     unsafe {
         (api.Py_IncRef)(callable);
-        if capi::function::RFFIFunctionCreate(callable.cast(), Some(call), Some(release), &mut out)
-            != 0
-        {
+        if (h.rt.function_create)(callable.cast(), Some(call), Some(release), &mut out) != 0 {
             (api.Py_DecRef)(callable);
             return std::ptr::null_mut();
         }
@@ -80,8 +81,10 @@ unsafe extern "C" fn call(
 }
 
 fn fail(message: &std::ffi::CStr) -> i32 {
-    // SAFETY: static NUL-terminated strings.
-    unsafe { capi::error::RFFIErrorSetRaisedFromCStr(c"RuntimeError".as_ptr(), message.as_ptr()) };
+    if let Some(rt) = crate::runtime::host() {
+        // SAFETY: static NUL-terminated strings.
+        unsafe { (rt.error_set_raised_from_cstr)(c"RuntimeError".as_ptr(), message.as_ptr()) };
+    }
     -1
 }
 
@@ -211,7 +214,7 @@ unsafe fn raise_python_error(api: &Api, h: &Hooks) -> i32 {
             } else {
                 (api.Py_IncRef)(value);
                 (api.PyTuple_SetItem)(args, 0, value);
-                let r = (api.PyObject_CallObject)(h.callback_failed, args);
+                let r = api.with_headroom(|| (api.PyObject_CallObject)(h.callback_failed, args));
                 (api.Py_DecRef)(args);
                 r
             }

@@ -1,10 +1,15 @@
-//! The native fast path of the `rffi` Python package: vectorcall callables for rffi Functions,
-//! built through CPython's stable ABI without linking libpython.
+//! `librffi_python_native.so`: the native call path of the `rffi` Python package, vectorcall
+//! callables for rffi Functions built through CPython's stable ABI without linking libpython.
 //!
-//! At import the package resolves the CPython entry points named by `RFFIPyFastSymbolNames` from
-//! `ctypes.pythonapi` and hands them over once with `RFFIPyFastInit`; then
-//! `RFFIPyFastMakeFunctionType` builds the package's `rffi.Function` class as a heap type whose
-//! instances are called through vectorcall. A call converts the common argument kinds (None, bool,
+//! It belongs to the package, not to the C ABI: `pip install ./ffi-python` builds it next to
+//! `librffi.so`, and the package loads it *as a plugin of the runtime* (`rffi.load_module`), so
+//! it reaches the one runtime of the process through the loader's `RFFIHostApi` table (see
+//! [`runtime`]) and links neither libpython nor a runtime of its own.
+//!
+//! At import the package resolves the CPython entry points named by `rffi_python_symbol_names`
+//! from `ctypes.pythonapi` and hands them over once with `rffi_python_init`; then
+//! `rffi_python_make_function_type` builds the package's `rffi.Function` class as a heap type
+//! whose instances are called through vectorcall. A call converts the common argument kinds (None, bool,
 //! int, float, str, bytes, runtime objects the package wraps) by exact type into `RFFIAny` values
 //! on the stack, calls the function, and converts the simple result kinds (None, int, bool, float,
 //! str) back. Every other kind, and every argument it cannot convert, goes to Python callables the
@@ -13,21 +18,25 @@
 //! Everything here runs with the GIL held (the entry points are called from the interpreter or
 //! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
 //! `release_gil` is false.
-#![allow(clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc, non_snake_case)]
 
 mod call;
 mod callback;
 mod cpython;
+pub mod runtime;
 mod tensors;
 
 use cpython::*;
+use rffi_core::abi::RFFIHostApi;
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The Python objects a Function type calls back into, and its field offset (see `call`).
 pub(crate) struct Hooks {
-    /// The type made by `RFFIPyFastMakeFunctionType`.
+    /// The runtime's entry points (the loader's table).
+    pub rt: &'static RFFIHostApi,
+    /// The type made by `rffi_python_make_function_type`.
     pub func_type: PyObj,
     /// `fallback(self, *args, **kwargs)`: the package's full call path.
     pub fallback: PyObj,
@@ -49,7 +58,10 @@ pub(crate) struct Hooks {
     pub decode_arg: PyObj,
     pub write_owned: PyObj,
     pub callback_failed: PyObj,
-    /// The package's Object class, and the byte offsets of its `_handle` and `_tidx` slots.
+    /// The setter of Python callables: arguments whose type maps to it become callback
+    /// Functions made here.
+    pub set_callable: PyObj,
+    /// The package's Object class, and the byte offsets of its `_h` and `_ti` slots.
     pub object_type: PyObj,
     pub handle_slot: usize,
     pub tidx_slot: usize,
@@ -96,30 +108,34 @@ pub(crate) fn hooks() -> Option<&'static Hooks> {
     unsafe { p.as_ref() }
 }
 
-/// The CPython entry points the fast path needs, as space-separated `kind:name` entries in the
-/// order `RFFIPyFastInit` expects them. `kind` is `f` (a function: its address), `o` (a static
+/// The CPython entry points the native path needs, as space-separated `kind:name` entries in the
+/// order `rffi_python_init` expects them. `kind` is `f` (a function: its address), `o` (a static
 /// object such as `_Py_NoneStruct`: its address) or `p` (a `PyObject*` variable such as
 /// `PyExc_TypeError`: the pointer it holds). The string is static and NUL-terminated.
 #[no_mangle]
-pub extern "C" fn RFFIPyFastSymbolNames() -> *const c_char {
+pub extern "C" fn rffi_python_symbol_names() -> *const c_char {
     SYMBOL_NAMES.as_ptr().cast()
 }
 
-/// Hands the fast path the CPython entry points: `table` holds `n` addresses in the order of
-/// `RFFIPyFastSymbolNames`, `object_basicsize` is `object.__basicsize__` of the running
-/// interpreter (its object header size). Returns 0, or -1 when the count is wrong, an entry is
-/// NULL or the header size is implausible (then nothing is stored and no error is raised). Call
-/// it once per process, from Python through `ctypes.PyDLL`; later calls keep the first table.
+/// Hands the native path the CPython entry points: `table` holds `n` addresses in the order of
+/// `rffi_python_symbol_names`, `object_basicsize` is `object.__basicsize__` of the running
+/// interpreter (its object header size). Returns 0; -1 when the count is wrong, an entry is NULL
+/// or the header size is implausible; -2 when the library was not loaded as a plugin of the
+/// runtime (no host table). Nothing is stored and no error is raised on failure. Call it once per
+/// process, from Python through `ctypes.PyDLL`; later calls keep the first table.
 ///
 /// # Safety
 /// `table` must be NULL or point to `n` readable pointers that are the named CPython entries of
 /// the interpreter this process runs.
 #[no_mangle]
-pub unsafe extern "C" fn RFFIPyFastInit(
+pub unsafe extern "C" fn rffi_python_init(
     table: *const *const c_void,
     n: i32,
     object_basicsize: i64,
 ) -> i32 {
+    if runtime::host().is_none() {
+        return -2;
+    }
     // SAFETY: the same contract, forwarded; `init` only reads the table.
     let ok = catch_unwind(|| unsafe { cpython::init(table, n, object_basicsize) });
     if matches!(ok, Ok(true)) {
@@ -129,33 +145,33 @@ pub unsafe extern "C" fn RFFIPyFastInit(
     }
 }
 
-/// Builds the `rffi.Function` class of the fast path and returns a new reference to it, or NULL
-/// with a Python exception set. `bases` is a tuple holding the package's Python Function class
-/// (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
+/// Builds the `rffi.Function` class of the native path and returns a new reference to it, or
+/// NULL with a Python exception set. `bases` is a tuple holding the package's Python Function
+/// class (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
 /// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
 /// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
-/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed)` described in the
-/// package's `rffi/_pyfast.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_handle` and
-/// `_tidx` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
-/// DLPack producers; the last three serve callback Functions). Instances expose the members
-/// `_handle`, `_tidx` and `release_gil`.
-/// Requires a successful `RFFIPyFastInit`; call through `ctypes.PyDLL` (the GIL held) with
+/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed, set_callable)` described in
+/// the package's `rffi/_native.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_h` and
+/// `_ti` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
+/// DLPack producers; the last four serve callback Functions). Instances expose the members `_h`,
+/// `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
+/// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
 /// # Safety
 /// The arguments must be live Python objects of the kinds described, and the GIL must be held.
 #[no_mangle]
-pub unsafe extern "C" fn RFFIPyFastMakeFunctionType(
+pub unsafe extern "C" fn rffi_python_make_function_type(
     bases: *mut c_void,
     base_basicsize: i64,
     hooks: *mut c_void,
 ) -> *mut c_void {
-    let Some(api) = cpython::api() else {
+    let (Some(api), Some(rt)) = (cpython::api(), runtime::host()) else {
         return std::ptr::null_mut(); // no table: no way to raise either; ctypes reports NULL
     };
     let made = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the same contract, forwarded.
-        unsafe { call::make_function_type(api, bases.cast(), base_basicsize, hooks.cast()) }
+        unsafe { call::make_function_type(api, rt, bases.cast(), base_basicsize, hooks.cast()) }
     }));
     match made {
         Ok(p) => p.cast(),
@@ -176,12 +192,12 @@ pub unsafe extern "C" fn RFFIPyFastMakeFunctionType(
 /// exchange API, and host-memory producers the package sends to its DLPack setter): returns a
 /// new Tensor handle, 0 when `obj` is left to the package's Python code (nothing set), or -1 with
 /// an Error raised on this thread. A Python exception a producer raised stays set. Call through
-/// `ctypes.PyDLL` (the GIL held) after `RFFIPyFastMakeFunctionType`.
+/// `ctypes.PyDLL` (the GIL held) after `rffi_python_make_function_type`.
 ///
 /// # Safety
 /// `obj` must be a live Python object and the GIL must be held.
 #[no_mangle]
-pub unsafe extern "C" fn RFFIPyFastFromDLPack(obj: *mut c_void) -> i64 {
+pub unsafe extern "C" fn rffi_python_from_dlpack(obj: *mut c_void) -> i64 {
     let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
         return 0;
     };
@@ -198,31 +214,33 @@ pub unsafe extern "C" fn RFFIPyFastFromDLPack(obj: *mut c_void) -> i64 {
 /// A runtime Function that calls the Python callable `callable` (holding a reference to it until
 /// the Function is released): returns the new Function handle, or 0 with an Error raised on
 /// this thread. Calls take the GIL themselves, from any thread. Call through `ctypes.PyDLL` (the
-/// GIL held) after `RFFIPyFastMakeFunctionType`.
+/// GIL held) after `rffi_python_make_function_type`.
 ///
 /// # Safety
 /// `callable` must be a live Python object and the GIL must be held.
 #[no_mangle]
-pub unsafe extern "C" fn RFFIPyFastFunctionFromCallable(callable: *mut c_void) -> i64 {
+pub unsafe extern "C" fn rffi_python_function_from_callable(callable: *mut c_void) -> i64 {
     let refuse = || {
-        // SAFETY: static NUL-terminated strings.
-        unsafe {
-            rffi_core::capi::error::RFFIErrorSetRaisedFromCStr(
-                c"RuntimeError".as_ptr(),
-                c"rffi: the Python fast path cannot make a callback Function".as_ptr(),
-            )
-        };
+        if let Some(rt) = runtime::host() {
+            // SAFETY: static NUL-terminated strings.
+            unsafe {
+                (rt.error_set_raised_from_cstr)(
+                    c"RuntimeError".as_ptr(),
+                    c"rffi: the Python native path cannot make a callback Function".as_ptr(),
+                )
+            };
+        }
         0
     };
-    let Some(api) = cpython::api() else {
+    let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
         return refuse();
     };
-    if callable.is_null() || hooks().is_none() {
+    if callable.is_null() {
         return refuse();
     }
     // SAFETY: the same contract, forwarded. NULL (0) only when creation raised an Error.
     catch_unwind(AssertUnwindSafe(|| unsafe {
-        callback::function_from_callable(api, callable.cast()) as i64
+        callback::function_from_callable(api, h, callable.cast()) as i64
     }))
     .unwrap_or_else(|_| refuse())
 }

@@ -1,5 +1,5 @@
 //! The CPython stable-ABI entry points the fast path uses, handed over by the Python package at
-//! import (`RFFIPyFastInit`) instead of linked: `librffi.so` never links libpython.
+//! import (`rffi_python_init`) instead of linked: this library never links libpython.
 //!
 //! `PyObject` stays opaque. The few C layouts the fast path fills (`PyType_Spec`, `PyType_Slot`,
 //! `PyMemberDef`) and the flag/slot numbers are part of the stable ABI and declared here by hand.
@@ -58,7 +58,7 @@ pub(crate) type VectorcallFunc = unsafe extern "C" fn(PyObj, *const PyObj, usize
 
 /// Declares the table: each entry is `kind name: type`, kind `f` (a function), `o` (a static
 /// object: its address) or `p` (a `PyObject*` variable: its value). The names, in order, are what
-/// `RFFIPyFastSymbolNames` gives the package to resolve.
+/// `rffi_python_symbol_names` gives the package to resolve.
 macro_rules! table {
     ($($kind:ident $name:ident : $ty:ty,)*) => {
         /// The resolved entry points, in the order of `SYMBOL_NAMES`.
@@ -120,6 +120,8 @@ table! {
     f PyErr_NormalizeException: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),
     f PyException_SetTraceback: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,
+    f Py_GetRecursionLimit: unsafe extern "C" fn() -> c_int,
+    f Py_SetRecursionLimit: unsafe extern "C" fn(c_int),
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,
     o _Py_FalseStruct: PyObj,
@@ -144,7 +146,7 @@ unsafe impl Send for Api {}
 
 static API: OnceLock<Api> = OnceLock::new();
 
-/// The table, once `RFFIPyFastInit` accepted one.
+/// The table, once `rffi_python_init` accepted one.
 #[inline]
 pub(crate) fn api() -> Option<&'static Api> {
     API.get()
@@ -187,6 +189,25 @@ impl Api {
     pub(crate) unsafe fn type_of(&self, o: PyObj) -> PyObj {
         // SAFETY: every object starts with its header; `ob_type` is its last word.
         unsafe { *o.cast::<u8>().add(self.ob_type_offset).cast::<PyObj>() }
+    }
+
+    /// Runs `f` with the interpreter's recursion limit raised by a few frames: the package's
+    /// error hooks (turning an exception into an Error and back) must run even when the failure
+    /// being reported is a RecursionError at the limit, or that exception would be replaced by
+    /// the hook's own failure.
+    ///
+    /// # Safety
+    /// GIL held.
+    pub(crate) unsafe fn with_headroom<R>(&self, f: impl FnOnce() -> R) -> R {
+        const HEADROOM: c_int = 50;
+        // SAFETY: GIL held; stable-ABI calls that only adjust the interpreter's limit.
+        let limit = unsafe { (self.Py_GetRecursionLimit)() };
+        // SAFETY: as above.
+        unsafe { (self.Py_SetRecursionLimit)(limit.saturating_add(HEADROOM)) };
+        let r = f();
+        // SAFETY: as above; the limit the interpreter had.
+        unsafe { (self.Py_SetRecursionLimit)(limit) };
+        r
     }
 
     /// A new reference to `None`.

@@ -1,15 +1,15 @@
 //! The Function type and its vectorcall entry.
 //!
 //! An instance is the package's Python Function layout (`fields` bytes) followed by
-//! [`Fields`]. The `_handle` and `_tidx` members of the native type shadow the Python slots of the
+//! [`Fields`]. The `_h` and `_ti` members of the native type shadow the Python slots of the
 //! same names, so Python code reads and writes the native fields.
 #![allow(non_upper_case_globals)]
 
+use super::callback;
 use super::cpython::*;
 use super::tensors::{self, ImportError, Imports};
 use super::{hooks, publish_hooks, Hooks};
 use rffi_core::abi::*;
-use rffi_core::capi;
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -46,9 +46,10 @@ const fn member(
 }
 
 /// # Safety
-/// GIL held; `bases` a tuple, `hooks` a 5-tuple as documented on `RFFIPyFastMakeFunctionType`.
+/// GIL held; `bases` a tuple, `hooks` a 13-tuple as documented on `rffi_python_make_function_type`.
 pub(super) unsafe fn make_function_type(
     api: &'static Api,
+    rt: &'static RFFIHostApi,
     bases: PyObj,
     base_basicsize: i64,
     hooks_tuple: PyObj,
@@ -59,18 +60,18 @@ pub(super) unsafe fn make_function_type(
         std::ptr::null_mut()
     };
     if bases.is_null() || hooks_tuple.is_null() {
-        return fail(c"rffi: RFFIPyFastMakeFunctionType needs bases and hooks");
+        return fail(c"rffi: rffi_python_make_function_type needs bases and hooks");
     }
     if !(16..=1 << 20).contains(&base_basicsize) || base_basicsize % 8 != 0 {
         return fail(c"rffi: implausible base __basicsize__");
     }
     // SAFETY: GIL held; a live tuple per the contract.
-    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 12 {
+    if unsafe { (api.PyTuple_Size)(hooks_tuple) } != 13 {
         // SAFETY: PyTuple_Size may have raised for a non-tuple; replace it with our message.
         unsafe { (api.PyErr_Clear)() };
-        return fail(c"rffi: hooks must be a 12-tuple");
+        return fail(c"rffi: hooks must be a 13-tuple");
     }
-    // SAFETY: GIL held; a 12-tuple (checked); borrowed items.
+    // SAFETY: GIL held; a 13-tuple (checked); borrowed items.
     let (handle_slot, tidx_slot) = unsafe {
         (
             (api.PyLong_AsLongLong)(tuple_get(api, hooks_tuple, 6)),
@@ -86,10 +87,14 @@ pub(super) unsafe fn make_function_type(
     let base = base_basicsize as usize;
     // The member table (offsets from the instance start): leaked, as the type may refer to it
     // for its whole life on some versions; built once per type (normally once per process).
-    let members: &'static mut [PyMemberDef; 5] = Box::leak(Box::new([
+    // `_h`/`_ti` are the package's own names for the fields; `_handle`/`_tidx`, what users
+    // read, are read-only (a replaced handle would be released or passed without a reference).
+    let members: &'static mut [PyMemberDef; 7] = Box::leak(Box::new([
         member(c"__vectorcalloffset__", T_PYSSIZET, base as isize, READONLY),
-        member(c"_handle", T_LONGLONG, (base + 8) as isize, 0),
-        member(c"_tidx", T_INT, (base + 16) as isize, 0),
+        member(c"_h", T_LONGLONG, (base + 8) as isize, 0),
+        member(c"_ti", T_INT, (base + 16) as isize, 0),
+        member(c"_handle", T_LONGLONG, (base + 8) as isize, READONLY),
+        member(c"_tidx", T_INT, (base + 16) as isize, READONLY),
         member(c"release_gil", T_BOOL, (base + 20) as isize, 0),
         PyMemberDef {
             name: std::ptr::null(),
@@ -134,7 +139,7 @@ pub(super) unsafe fn make_function_type(
     if ty.is_null() {
         return ty;
     }
-    // SAFETY: GIL held; `hooks_tuple` is a 12-tuple (checked); items are borrowed then kept with
+    // SAFETY: GIL held; `hooks_tuple` is a 13-tuple (checked); items are borrowed then kept with
     // our own references, which stay for the life of the process.
     unsafe {
         let item = |k: isize| {
@@ -162,6 +167,7 @@ pub(super) unsafe fn make_function_type(
         }
         (api.Py_IncRef)(ty);
         publish_hooks(Hooks {
+            rt,
             func_type: ty,
             fallback: item(0),
             take_raised: item(1),
@@ -173,6 +179,7 @@ pub(super) unsafe fn make_function_type(
             decode_arg: item(9),
             write_owned: item(10),
             callback_failed: item(11),
+            set_callable: item(12),
             handle_slot: handle_slot as usize,
             tidx_slot: tidx_slot as usize,
             handle_name,
@@ -367,6 +374,16 @@ unsafe fn pack(
                         imports.import(api, x, a, k, slot).map(|()| true)
                     } else if !setter.is_null() && setter == h.dlpack_setter(api) {
                         imports.import_dlpack(api, h, a, t, slot)
+                    } else if !setter.is_null() && setter == h.set_callable {
+                        // A Python callable, made a Function here (no ctypes call, which would
+                        // turn a RecursionError at the limit into an ArgumentError).
+                        let f = callback::function_from_callable(api, h, a);
+                        if f.is_null() {
+                            Err(ImportError::Runtime)
+                        } else {
+                            imports.keep_object(f, kRFFIFunction, slot);
+                            Ok(true)
+                        }
                     } else {
                         Ok(false)
                     }
@@ -515,7 +532,8 @@ unsafe fn call_python(
 unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
     // SAFETY: GIL held; `exc` and its type are new references, released here.
     unsafe {
-        let exc = (api.PyObject_CallObject)(h.take_raised, std::ptr::null_mut());
+        let exc =
+            api.with_headroom(|| (api.PyObject_CallObject)(h.take_raised, std::ptr::null_mut()));
         if !exc.is_null() {
             let ty = (api.PyObject_Type)(exc);
             // PyErr_SetObject keeps the instance's __traceback__ (the native frames), as `raise`.
@@ -600,7 +618,7 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                     cell.size as Py_ssize_t,
                     std::ptr::null(),
                 );
-                capi::object::RFFIObjectDecRef(obj.cast());
+                (h.rt.object_dec_ref)(obj.cast());
                 s
             }
             _ => {
@@ -610,7 +628,7 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                 call2(api, h.decode, w, p).unwrap_or_else(|| {
                     // Not handed over: the object result is still ours to release.
                     if r.type_index >= kRFFIStaticObjectBegin {
-                        capi::object::RFFIObjectDecRef(r.v.v_obj.cast());
+                        (h.rt.object_dec_ref)(r.v.v_obj.cast());
                     }
                     std::ptr::null_mut()
                 })
@@ -676,7 +694,7 @@ unsafe fn call(
     let mut packed: [RFFIAny; MAX_ARGS] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut arrays: [RFFIByteArray; MAX_ARGS] = unsafe { std::mem::zeroed() };
-    let mut imports = Imports::new();
+    let mut imports = Imports::new(h.rt);
     // SAFETY: GIL held; `n` live arguments.
     match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
         Packed::Ready => {}
@@ -698,16 +716,13 @@ unsafe fn call(
         // caller keeps alive. RFFIFunctionCall catches panics itself.
         unsafe {
             let ts = (api.PyEval_SaveThread)();
-            let rc =
-                capi::function::RFFIFunctionCall(func, packed.as_mut_ptr(), n as i32, &mut result);
+            let rc = (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result);
             (api.PyEval_RestoreThread)(ts);
             rc
         }
     } else {
         // SAFETY: as above, with the GIL kept.
-        unsafe {
-            capi::function::RFFIFunctionCall(func, packed.as_mut_ptr(), n as i32, &mut result)
-        }
+        unsafe { (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result) }
     };
     // Streams restored and tensors released with the GIL held: a producer's deleter may need it.
     imports.release();

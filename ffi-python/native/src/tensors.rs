@@ -21,8 +21,6 @@
 use super::cpython::*;
 use super::Hooks;
 use rffi_core::abi::*;
-use rffi_core::capi;
-use rffi_core::tensor::RFFIDLPackManagedTensorAllocator;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -163,6 +161,8 @@ pub(super) struct Imports {
     n_streams: usize,
     /// The allocator in effect before the first tensor's producer installed its own.
     allocator: Option<RFFIDLPackManagedTensorAllocator>,
+    /// The runtime's entry points.
+    rt: &'static RFFIHostApi,
 }
 
 /// Why an import failed: a Python error is set, or an rffi Error was raised on this thread.
@@ -172,21 +172,33 @@ pub(super) enum ImportError {
 }
 
 impl Imports {
-    pub(super) fn new() -> Imports {
+    pub(super) fn new(rt: &'static RFFIHostApi) -> Imports {
         Imports {
             tensors: [std::ptr::null_mut(); super::call::MAX_ARGS],
             n_tensors: 0,
             streams: [(0, 0, std::ptr::null_mut()); super::call::MAX_ARGS],
             n_streams: 0,
             allocator: None,
+            rt,
         }
     }
 
     /// Takes `handle` (an imported Tensor) for the call: owned until `release`, passed in `slot`.
     fn keep(&mut self, handle: RFFIObjectHandle, slot: &mut RFFIAny) {
+        self.keep_object(handle, kRFFITensor, slot);
+    }
+
+    /// Takes `handle` (an object of type `type_index` made for this call, such as a callback
+    /// Function) for the call: owned until `release`, passed in `slot`.
+    pub(super) fn keep_object(
+        &mut self,
+        handle: RFFIObjectHandle,
+        type_index: i32,
+        slot: &mut RFFIAny,
+    ) {
         self.tensors[self.n_tensors] = handle;
         self.n_tensors += 1;
-        slot.type_index = kRFFITensor;
+        slot.type_index = type_index;
         slot.small_str_len = 0;
         slot.v.v_obj = handle.cast();
     }
@@ -206,14 +218,14 @@ impl Imports {
         slot: &mut RFFIAny,
     ) -> Result<(), ImportError> {
         // SAFETY: forwarded.
-        let (handle, device) = unsafe { import_exchange(api, x, obj, pos) }?;
+        let (handle, device) = unsafe { import_exchange(api, self.rt, x, obj, pos) }?;
         self.keep(handle, slot);
         if self.allocator.is_none() && x.managed_tensor_allocator.is_some() {
             let mut prev: RFFIDLPackManagedTensorAllocator = None;
             // SAFETY: the producer's allocator has the DLPack allocator signature and lives for
             // the process (DLPack's rule for the API table); installed for this thread only.
             if unsafe {
-                capi::tensor::RFFIEnvSetDLPackManagedTensorAllocator(
+                (self.rt.env_set_dlpack_managed_tensor_allocator)(
                     x.managed_tensor_allocator,
                     0,
                     &mut prev,
@@ -240,7 +252,7 @@ impl Imports {
         }
         let mut prev: *mut c_void = std::ptr::null_mut();
         // SAFETY: plain values and a writable out-pointer.
-        if unsafe { capi::tensor::RFFIEnvSetStream(dt, id, stream, &mut prev) } != 0 {
+        if unsafe { (self.rt.env_set_stream)(dt, id, stream, &mut prev) } != 0 {
             return Err(ImportError::Runtime);
         }
         self.streams[self.n_streams] = (dt, id, prev);
@@ -271,23 +283,24 @@ impl Imports {
         })
     }
 
-    /// Restores the streams and the allocator, and releases the imported tensors.
+    /// Restores the streams and the allocator, and releases the imported tensors (and the other
+    /// objects made for the call).
     pub(super) fn release(&mut self) {
         if let Some(prev) = self.allocator.take() {
             // SAFETY: putting back the allocator read when it was replaced.
             unsafe {
-                capi::tensor::RFFIEnvSetDLPackManagedTensorAllocator(prev, 0, std::ptr::null_mut())
+                (self.rt.env_set_dlpack_managed_tensor_allocator)(prev, 0, std::ptr::null_mut())
             };
         }
         for &(dt, id, prev) in self.streams[..self.n_streams].iter().rev() {
             // SAFETY: restoring a value read from the same call; cannot fail for a device that
             // was just accepted.
-            unsafe { capi::tensor::RFFIEnvSetStream(dt, id, prev, std::ptr::null_mut()) };
+            unsafe { (self.rt.env_set_stream)(dt, id, prev, std::ptr::null_mut()) };
         }
         self.n_streams = 0;
         for &t in &self.tensors[..self.n_tensors] {
             // SAFETY: a reference this call owns.
-            unsafe { capi::object::RFFIObjectDecRef(t) };
+            unsafe { (self.rt.object_dec_ref)(t) };
         }
         self.n_tensors = 0;
     }
@@ -305,6 +318,7 @@ impl Drop for Imports {
 /// GIL held; `obj` live, of the type `x` was found on.
 unsafe fn import_exchange(
     api: &Api,
+    rt: &RFFIHostApi,
     x: &DLPackExchangeAPI,
     obj: PyObj,
     pos: usize,
@@ -322,7 +336,7 @@ unsafe fn import_exchange(
     let device = unsafe { (*managed).dl_tensor.device };
     let mut handle: RFFIObjectHandle = std::ptr::null_mut();
     // SAFETY: ownership of `managed` passes to the runtime (which releases it on failure).
-    if unsafe { capi::tensor::RFFITensorFromDLPackVersioned(managed, 0, 0, &mut handle) } != 0 {
+    if unsafe { (rt.tensor_from_dlpack_versioned)(managed, 0, 0, &mut handle) } != 0 {
         return Err(ImportError::Runtime);
     }
     Ok((handle, device))
@@ -400,9 +414,9 @@ unsafe fn import_dlpack(
         (api.Py_DecRef)(capsule);
         let mut handle: RFFIObjectHandle = std::ptr::null_mut();
         let rc = if versioned {
-            capi::tensor::RFFITensorFromDLPackVersioned(managed.cast(), 0, 0, &mut handle)
+            (h.rt.tensor_from_dlpack_versioned)(managed.cast(), 0, 0, &mut handle)
         } else {
-            capi::tensor::RFFITensorFromDLPack(managed.cast(), 0, 0, &mut handle)
+            (h.rt.tensor_from_dlpack)(managed.cast(), 0, 0, &mut handle)
         };
         if rc != 0 {
             return Err(ImportError::Runtime);
@@ -423,7 +437,7 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
     let r = unsafe {
         let t = api.type_of(obj);
         if let Some(x) = api_of(api, h, t) {
-            import_exchange(api, x, obj, 0).map(|(handle, _)| Some(handle))
+            import_exchange(api, h.rt, x, obj, 0).map(|(handle, _)| Some(handle))
         } else {
             let setter = (api.PyDict_GetItem)(h.setters, t);
             if !setter.is_null() && setter == h.dlpack_setter(api) {

@@ -1,15 +1,18 @@
-"""The native fast path: ``librffi.so`` builds ``rffi.Function`` as a vectorcall type.
+"""The native fast path: ``librffi_python_native.so`` builds ``rffi.Function`` as a vectorcall type.
 
-At import this module hands the library the CPython stable-ABI entry points it needs (their
-addresses, resolved from ``ctypes.pythonapi``; the library never links libpython), then the
-library makes the Function class (see ``make_function_type``). A call then converts the common
-arguments (None, bool, int, float, str, bytes, runtime objects) and results (None, int, bool,
-float, str) in Rust; every other kind goes through ``_core``'s Python rules (the *fallback*), so
-the rules and their errors stay in one place.
+The native library is the package's own (crate ``rffi-python-native`` in ``ffi-python/native``,
+built by ``pip install ./ffi-python``). It is loaded as a plugin of the runtime, so it reaches the
+one runtime of the process through the loader's table. At import this module hands it the CPython
+stable-ABI entry points it needs (their addresses, resolved from ``ctypes.pythonapi``; it never
+links libpython), then the library makes the Function class (see ``make_function_type``). A call
+then converts the common arguments (None, bool, int, float, str, bytes, runtime objects) and
+results (None, int, bool, float, str) in Rust; every other kind goes through ``_core``'s Python
+rules (the *fallback*), so the rules and their errors stay in one place.
 
 Used on CPython >= 3.10 with the GIL (not free-threaded builds, not PyPy), when every symbol is
-found; otherwise, or with ``RFFI_PYTHON_FASTPATH=0`` in the environment, the package uses its
-ctypes call path only. ``ENABLED`` says which; ``REASON`` says why not.
+found and the native library is installed; otherwise, or with ``RFFI_PYTHON_FASTPATH=0`` in the
+environment, the package uses its ctypes call path only. ``ENABLED`` says which; ``REASON`` says
+why not.
 """
 
 from __future__ import annotations
@@ -20,9 +23,16 @@ import sys
 
 from . import _lib
 
+#: The native library's file name (built by `pip install ./ffi-python` from ffi-python/native).
+NATIVE_NAME = "librffi_python_native." + ("dylib" if sys.platform == "darwin" else "so")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
 ENABLED = False
 REASON = ""
+#: The native library in use, or None.
+PATH = None
 _PYDLL = None
+_MODULE = 0
 
 
 def _resolve(entry: str) -> int | None:
@@ -40,9 +50,19 @@ def _resolve(entry: str) -> int | None:
     return None
 
 
+def _find_native():
+    """The native library: inside the package (where ``pip install ./ffi-python`` puts it), else
+    next to ``librffi.so`` (a source checkout's ``target/release``, through RFFI_LIBRARY_PATH)."""
+    for folder in (_HERE, os.path.dirname(_lib.LIB_PATH)):
+        path = os.path.join(folder, NATIVE_NAME)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
 def _bootstrap() -> str:
-    """Initializes the library's fast path; returns "" on success, else why not."""
-    global _PYDLL
+    """Loads and initializes the native library; returns "" on success, else why not."""
+    global _PYDLL, PATH, _MODULE
     if os.environ.get("RFFI_PYTHON_FASTPATH", "1") == "0":
         return "RFFI_PYTHON_FASTPATH=0"
     if sys.implementation.name != "cpython":
@@ -54,11 +74,26 @@ def _bootstrap() -> str:
 
         if sysconfig.get_config_var("Py_GIL_DISABLED"):
             return "free-threaded CPython"
-    if not hasattr(ctypes, "pythonapi") or not hasattr(_lib.LIB, "RFFIPyFastInit"):
-        return "the library has no fast path"
-    # PyDLL: the GIL stays held and a Python error set by the callee is raised.
-    lib = ctypes.PyDLL(_lib.LIB_PATH, mode=ctypes.RTLD_GLOBAL)
-    names_fn = lib.RFFIPyFastSymbolNames
+    if not hasattr(ctypes, "pythonapi"):
+        return "no ctypes.pythonapi"
+    path = _find_native()
+    if path is None:
+        return f"{NATIVE_NAME} is not installed (next to the package or to {_lib.LIB_NAME})"
+    # Loaded through the runtime's plugin loader: the library binds to this process's runtime
+    # through the loader's table (one runtime, whichever image holds it). The module stays
+    # loaded for the life of the process, so its handle is simply kept.
+    b = path.encode()
+    out = ctypes.c_void_p()
+    ba = _lib.ByteArray(ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value, len(b))
+    if _lib.ModuleLoadFromFile(ctypes.byref(ba), ctypes.byref(out)) != 0:
+        from ._error import take_raised_exception
+
+        return f"loading {path} as a plugin failed: {take_raised_exception()}"
+    _MODULE = out.value
+    # PyDLL (the same library, already loaded): the GIL stays held and a Python error set by the
+    # callee is raised.
+    lib = ctypes.PyDLL(path)
+    names_fn = lib.rffi_python_symbol_names
     names_fn.restype = ctypes.c_char_p
     names_fn.argtypes = []
     entries = names_fn().decode().split()
@@ -67,12 +102,13 @@ def _bootstrap() -> str:
     if missing:
         return "missing CPython symbols: " + ", ".join(missing)
     table = (ctypes.c_void_p * len(addresses))(*addresses)
-    init = lib.RFFIPyFastInit
+    init = lib.rffi_python_init
     init.restype = ctypes.c_int32
     init.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
-    if init(table, len(addresses), object.__basicsize__) != 0:
-        return "the library refused the symbol table"
-    _PYDLL = lib
+    rc = init(table, len(addresses), object.__basicsize__)
+    if rc != 0:
+        return f"{path} refused the interpreter's symbol table (code {rc})"
+    _PYDLL, PATH = lib, path
     return ""
 
 
@@ -81,16 +117,16 @@ ENABLED = not REASON
 
 
 def _slot_offsets(object_class: type) -> tuple:
-    """Byte offsets of the ``_handle`` and ``_tidx`` slots in an ``object_class`` instance, found
+    """Byte offsets of the ``_h`` and ``_ti`` slots in an ``object_class`` instance, found
     by writing two distinct ints and looking for them (the library reads the slots in place)."""
     probe = object_class.__new__(object_class)
     a, b = 10**30 + 1, 10**30 + 2
-    probe._handle, probe._tidx = a, b
+    probe._h, probe._ti = a, b
     try:
         words = list((ctypes.c_size_t * (object_class.__basicsize__ // 8)).from_address(id(probe)))
         return 8 * words.index(id(a)), 8 * words.index(id(b))
     finally:
-        probe._handle = 0
+        probe._h = 0
 
 
 def make_function_type(
@@ -111,7 +147,7 @@ def make_function_type(
     * ``take_raised()``: the exception to raise for this thread's raised Error;
     * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
     * ``setters``: the dict of exact argument type -> setter; types mapped to ``set_object``
-      pass their ``(_tidx, _handle)`` as they are (read in place from ``object_class``'s slots);
+      pass their ``(_ti, _h)`` as they are (read in place from ``object_class``'s slots);
     * ``dlpack_cell``: a one-item list holding the setter of DLPack producers; host-memory
       producers mapped to it (numpy) are exported and imported natively, and types publishing
       ``__dlpack_c_exchange_api__`` (torch) through that API;
@@ -122,7 +158,7 @@ def make_function_type(
     size = base.__basicsize__
     if size % 8:  # pragma: no cover - every CPython layout is pointer-aligned
         raise TypeError(f"rffi: unexpected {base.__name__}.__basicsize__ {size}")
-    make = _PYDLL.RFFIPyFastMakeFunctionType
+    make = _PYDLL.rffi_python_make_function_type
     make.restype = ctypes.py_object
     make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
     handle_slot, tidx_slot = _slot_offsets(object_class)
@@ -131,9 +167,9 @@ def make_function_type(
 
 
 def object_entry(name: str):
-    """The library's fast-path entry ``name`` taking one Python object and returning an int64
-    (``RFFIPyFastFromDLPack``, ``RFFIPyFastFunctionFromCallable``), called with the GIL held; None
-    where the fast path is off or the library lacks it."""
+    """The native library's entry ``name`` taking one Python object and returning an int64
+    (``rffi_python_from_dlpack``, ``rffi_python_function_from_callable``), called with the GIL
+    held; None where the fast path is off or the library lacks it."""
     if _PYDLL is None or not hasattr(_PYDLL, name):
         return None
     fn = getattr(_PYDLL, name)

@@ -14,13 +14,16 @@
 //!   which a fixed depth cannot. Code running on another stack (a fiber's or coroutine's, a
 //!   signal stack), below the thread's own, has only the depth limit: its size is unknown.
 //!
-//! The fast path is one thread-local access (depth and stack floor share one slot) and two
-//! compares; everything else is out of line.
+//! The fast path (`thread_slot::fast_guard`, `Guard::admits`) is a read of the thread pointer, a
+//! compare that finds this thread's guard, and two compares; everything else is out of line.
+
+mod thread_slot;
 
 use crate::abi::RFFI_DEFAULT_MAX_CALL_DEPTH;
 use crate::error::{Error, Result};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+pub(crate) use thread_slot::{fast_guard, with_guard};
 
 /// The environment variable read (once, on the first callback entered) for the maximum depth.
 pub const MAX_CALL_DEPTH_ENV: &str = "RFFI_MAX_CALL_DEPTH";
@@ -32,24 +35,60 @@ static MAX_DEPTH: AtomicU32 = AtomicU32::new(0);
 /// The most stack a callback is refused to be entered with less than.
 const MAX_RESERVE: usize = 256 * 1024;
 
+/// One thread's depth and stack bounds. Only the owning thread reads or writes them (atomics
+/// with relaxed order, which compile to plain loads and stores, only because a guard in the slot
+/// table is reachable from every thread).
 pub(crate) struct Guard {
     /// C callbacks entered and not yet returned on this thread.
-    depth: Cell<u32>,
+    depth: AtomicU32,
     /// The lowest stack address a callback may be entered at: `usize::MAX` until this thread's
     /// stack has been measured, 0 when it cannot be.
-    floor: Cell<usize>,
+    floor: AtomicUsize,
     /// The lowest address of this thread's stack. Below it the code runs on another stack (a
     /// fiber's, a signal stack) whose size is unknown: only the depth limit applies there.
-    low: Cell<usize>,
-}
-
-thread_local! {
-    pub(crate) static GUARD: Guard = const {
-        Guard { depth: Cell::new(0), floor: Cell::new(usize::MAX), low: Cell::new(0) }
-    };
+    low: AtomicUsize,
 }
 
 impl Guard {
+    pub(crate) const fn new() -> Guard {
+        Guard {
+            depth: AtomicU32::new(0),
+            floor: AtomicUsize::new(usize::MAX),
+            low: AtomicUsize::new(0),
+        }
+    }
+
+    /// Back to the state of a thread that has entered no callback.
+    fn reset(&self) {
+        self.depth.store(0, Ordering::Relaxed);
+        self.floor.store(usize::MAX, Ordering::Relaxed);
+        self.low.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether a callback may be entered one level deeper from here without the full check:
+    /// the depth under the limit and the stack pointer above the floor. `false` sends the
+    /// caller to `enter`, which measures the stack on a thread's first callback and says why a
+    /// call is refused.
+    #[inline(always)]
+    pub(crate) fn admits(&self) -> bool {
+        self.depth.load(Ordering::Relaxed) < MAX_DEPTH.load(Ordering::Relaxed)
+            && stack_pointer() >= self.floor.load(Ordering::Relaxed)
+    }
+
+    /// The bookkeeping around a call `admits` let through (plain load and store: only this
+    /// thread touches its depth).
+    #[inline(always)]
+    pub(crate) fn push(&self) {
+        let depth = self.depth.load(Ordering::Relaxed);
+        self.depth.store(depth + 1, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    pub(crate) fn pop(&self) {
+        let depth = self.depth.load(Ordering::Relaxed);
+        self.depth.store(depth - 1, Ordering::Relaxed);
+    }
+
     /// Runs `call` one level deeper, or returns the error that refuses it. `describe` names the
     /// callee in the error.
     #[inline(always)]
@@ -58,14 +97,14 @@ impl Guard {
         describe: impl FnOnce() -> String,
         call: impl FnOnce() -> i32,
     ) -> Result<i32> {
-        let depth = self.depth.get();
+        let depth = self.depth.load(Ordering::Relaxed);
         let sp = stack_pointer();
-        if depth >= MAX_DEPTH.load(Ordering::Relaxed) || sp < self.floor.get() {
+        if depth >= MAX_DEPTH.load(Ordering::Relaxed) || sp < self.floor.load(Ordering::Relaxed) {
             self.check(depth, sp, describe)?;
         }
-        self.depth.set(depth + 1);
+        self.depth.store(depth + 1, Ordering::Relaxed);
         let rc = call();
-        self.depth.set(depth);
+        self.depth.store(depth, Ordering::Relaxed);
         Ok(rc)
     }
 
@@ -73,11 +112,11 @@ impl Guard {
     #[inline(never)]
     fn check(&self, depth: u32, sp: usize, describe: impl FnOnce() -> String) -> Result<()> {
         let limit = max_call_depth()?;
-        if self.floor.get() == usize::MAX {
+        if self.floor.load(Ordering::Relaxed) == usize::MAX {
             let (low, size) = stack_bounds().unwrap_or((0, 0));
-            self.low.set(low);
-            self.floor
-                .set(if size == 0 { 0 } else { low + reserve(size) });
+            self.low.store(low, Ordering::Relaxed);
+            let floor = if size == 0 { 0 } else { low + reserve(size) };
+            self.floor.store(floor, Ordering::Relaxed);
         }
         if depth >= limit {
             return Err(Error::new(
@@ -90,7 +129,7 @@ impl Guard {
                 ),
             ));
         }
-        if sp < self.floor.get() && sp >= self.low.get() {
+        if sp < self.floor.load(Ordering::Relaxed) && sp >= self.low.load(Ordering::Relaxed) {
             let (low, size) = stack_bounds().unwrap_or((0, 0));
             return Err(Error::new(
                 "RecursionError",

@@ -1,0 +1,327 @@
+//! Where a thread's call-depth guard lives, found on the fast path without a thread-local access.
+//!
+//! Why not a plain thread local: librffi.so is usually loaded with dlopen (by Python, by C hosts
+//! that load it at run time), so a Rust thread local in it is reached through `__tls_get_addr`
+//! (the general-dynamic TLS model), which measured about 2 ns per callback entry, more than the
+//! rest of the guard. The initial-exec model would avoid that call, but it makes every image that
+//! links rffi-core (librffi.so and each Rust plugin) take its whole TLS block from glibc's small
+//! static-TLS reserve when it is dlopen'ed, and fail to load ("cannot allocate memory in static
+//! TLS block") once the reserve is spent.
+//!
+//! Instead: a fixed table of `SLOTS` guards in static memory, indexed by a hash of the thread
+//! pointer (the address of the thread's control block, which the ELF TLS ABI keeps in `fs:0` on
+//! x86-64 and in `tpidr_el0` on AArch64; it is unique among live threads). A thread claims the
+//! slot its hash names on its first callback, if that slot is free, and holds it until it exits.
+//! The fast path is a register read, a multiply and one compare of the slot's owner with the
+//! thread pointer. A thread whose slot is taken keeps its guard in an ordinary thread local and
+//! always takes the slow path (as fast as before this table existed). Each thread decides once
+//! which guard it uses, so its depth is never split between two.
+//!
+//! Lifetimes: a thread-local destructor frees the slot when its thread exits, so a later thread
+//! that reuses the thread pointer finds it free; callbacks entered during thread teardown, after
+//! that destructor, count from a fresh guard. In the child of a `fork`, a pthread_atfork handler
+//! frees the slots of the threads that did not survive.
+
+use super::Guard;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// log2 of the number of slots.
+const SLOT_BITS: u32 = 6;
+const SLOTS: usize = 1 << SLOT_BITS;
+
+/// `Slot::owner` of a free slot, and of one being claimed (no thread pointer is 0 or 1).
+const FREE: usize = 0;
+const CLAIMING: usize = 1;
+
+/// A guard and the thread that owns it, on a cache line of its own (threads update their depth
+/// on every callback).
+#[repr(align(64))]
+struct Slot {
+    owner: AtomicUsize,
+    guard: Guard,
+}
+
+static TABLE: [Slot; SLOTS] = [const {
+    Slot {
+        owner: AtomicUsize::new(FREE),
+        guard: Guard::new(),
+    }
+}; SLOTS];
+
+/// The thread pointer, where the platform's TLS ABI defines one that user code may read.
+#[inline(always)]
+fn thread_pointer() -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        let tp: usize;
+        // SAFETY: the x86-64 ELF TLS ABI stores the thread pointer at offset 0 of the block `fs`
+        // points to, for every thread; this reads that word and nothing else.
+        unsafe {
+            core::arch::asm!(
+                "mov {}, qword ptr fs:[0]",
+                out(reg) tp,
+                options(nostack, readonly, preserves_flags, pure)
+            )
+        };
+        Some(tp)
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        let tp: usize;
+        // SAFETY: reads the thread pointer register; touches no memory.
+        unsafe {
+            core::arch::asm!(
+                "mrs {}, tpidr_el0",
+                out(reg) tp,
+                options(nomem, nostack, preserves_flags, pure)
+            )
+        };
+        Some(tp)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        None
+    }
+}
+
+/// The slot a thread pointer hashes to (Fibonacci hashing: thread control blocks lie a stack
+/// size apart, which the multiply spreads over the table).
+#[inline(always)]
+fn slot_of(tp: usize) -> &'static Slot {
+    &TABLE[(tp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - SLOT_BITS)]
+}
+
+/// This thread's guard when it owns a slot; `None` sends the caller to `with_guard`.
+#[inline(always)]
+pub(crate) fn fast_guard() -> Option<&'static Guard> {
+    let tp = thread_pointer()?;
+    let slot = slot_of(tp);
+    (slot.owner.load(Ordering::Relaxed) == tp).then_some(&slot.guard)
+}
+
+/// Which guard a thread uses, decided on its first callback.
+#[derive(Clone, Copy)]
+enum Choice {
+    Undecided,
+    Slot(&'static Slot),
+    Own,
+}
+
+/// A thread's record of its choice, and its guard when no slot was free.
+struct Holder {
+    choice: Cell<Choice>,
+    own: Guard,
+}
+
+impl Holder {
+    fn guard(&self) -> &Guard {
+        match self.choice.get() {
+            Choice::Slot(slot) => &slot.guard,
+            Choice::Own => &self.own,
+            Choice::Undecided => {
+                let choice = thread_pointer()
+                    .and_then(claim)
+                    .map_or(Choice::Own, Choice::Slot);
+                self.choice.set(choice);
+                self.guard()
+            }
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Choice::Slot(slot) = self.choice.get() {
+            self.choice.set(Choice::Own);
+            // Release: the next owner's claim (Acquire) sees this thread's last writes.
+            slot.owner.store(FREE, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static HOLDER: Holder = const {
+        Holder { choice: Cell::new(Choice::Undecided), own: Guard::new() }
+    };
+}
+
+/// Takes the slot `tp` hashes to if it is free.
+fn claim(tp: usize) -> Option<&'static Slot> {
+    register_fork_handler();
+    let slot = slot_of(tp);
+    slot.owner
+        .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+        .ok()?;
+    slot.guard.reset();
+    slot.owner.store(tp, Ordering::Release);
+    Some(slot)
+}
+
+/// Runs `f` with this thread's guard (the slow path: claims a slot on the thread's first call).
+pub(crate) fn with_guard<R>(f: impl FnOnce(&Guard) -> R) -> R {
+    let mut f = Some(f);
+    match HOLDER.try_with(|h| f.take().map(|f| f(h.guard()))) {
+        Ok(Some(r)) => r,
+        // The thread is exiting and its thread locals are gone: count from a fresh guard.
+        _ => (f.take().expect("not run without the thread local"))(&Guard::new()),
+    }
+}
+
+/// In a forked child only the forking thread survives: free every other slot (its owner's
+/// destructor never runs there), so that a new thread reusing a dead thread's pointer does not
+/// inherit its depth.
+#[cfg(target_os = "linux")]
+extern "C" fn free_dead_slots_after_fork() {
+    let tp = thread_pointer();
+    for slot in &TABLE {
+        let owner = slot.owner.load(Ordering::Relaxed);
+        if owner != FREE && Some(owner) != tp {
+            slot.owner.store(FREE, Ordering::Relaxed);
+        }
+    }
+}
+
+fn register_fork_handler() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: registers a handler that only touches this module's static table; the
+            // library is never unloaded, so the handler stays valid.
+            unsafe { libc::pthread_atfork(None, None, Some(free_dead_slots_after_fork)) };
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_claims_a_slot_and_frees_it_when_it_exits() {
+        let Some(_) = thread_pointer() else { return };
+        let (tp, had_fast) = std::thread::spawn(|| {
+            let tp = thread_pointer().unwrap();
+            assert!(fast_guard().is_none(), "no slot before the first callback");
+            let claimed = with_guard(|g| std::ptr::eq(g, &slot_of(tp).guard));
+            // Either this thread got its slot (and then finds it on the fast path) or another
+            // live thread holds it.
+            (
+                tp,
+                claimed && fast_guard().is_some_and(|g| std::ptr::eq(g, &slot_of(tp).guard)),
+            )
+        })
+        .join()
+        .unwrap();
+        if had_fast {
+            assert_ne!(slot_of(tp).owner.load(Ordering::Relaxed), tp);
+        }
+    }
+
+    #[test]
+    fn threads_use_distinct_guards() {
+        const THREADS: usize = 8;
+        let all_in = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
+        let guards: Vec<usize> = (0..THREADS)
+            .map(|_| {
+                let all_in = all_in.clone();
+                std::thread::spawn(move || {
+                    let g = with_guard(|g| g as *const Guard as usize);
+                    // Keep every thread (and so its guard) alive until all have one.
+                    all_in.wait();
+                    g
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let mut unique = guards.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), guards.len(), "{guards:x?}");
+    }
+
+    /// Runs `f` on a new thread whose own slot another thread (a made-up owner) already holds.
+    fn on_thread_with_slot_taken<R: Send + 'static>(f: fn() -> R) -> Option<R> {
+        std::thread::spawn(move || {
+            let slot = slot_of(thread_pointer()?);
+            let fake = 0x1000_0000usize;
+            slot.owner
+                .compare_exchange(FREE, fake, Ordering::Acquire, Ordering::Relaxed)
+                .ok()?;
+            let r = f();
+            slot.owner.store(FREE, Ordering::Release);
+            Some(r)
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_thread_whose_slot_is_taken_keeps_its_own_guard() {
+        let Some((own, same_again, fast)) = on_thread_with_slot_taken(|| {
+            let own = with_guard(|g| g as *const Guard as usize);
+            let again = with_guard(|g| g as *const Guard as usize);
+            (own, again == own, fast_guard().is_some())
+        }) else {
+            return;
+        };
+        assert!(same_again);
+        assert!(!fast, "the fast path never finds another thread's slot");
+        assert!(TABLE
+            .iter()
+            .all(|s| !std::ptr::eq(&s.guard, own as *const Guard)));
+    }
+
+    #[test]
+    fn after_fork_only_the_forking_threads_slot_stays_taken() {
+        let Some(tp) = thread_pointer() else { return };
+        with_guard(|_| ());
+        // A slot held by a thread that did not survive the fork (a made-up owner).
+        let dead = (0..SLOTS)
+            .map(|i| 0x2000_0000usize + (i << 12))
+            .find(|&p| !std::ptr::eq(slot_of(p), slot_of(tp)))
+            .unwrap();
+        let slot = slot_of(dead);
+        if slot
+            .owner
+            .compare_exchange(FREE, dead, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return; // a live test thread holds it
+        }
+        let mine = slot_of(tp).owner.load(Ordering::Relaxed) == tp;
+        free_dead_slots_after_fork();
+        assert_eq!(slot.owner.load(Ordering::Relaxed), FREE);
+        assert_eq!(slot_of(tp).owner.load(Ordering::Relaxed) == tp, mine);
+    }
+
+    #[test]
+    fn callbacks_during_thread_teardown_get_a_fresh_guard() {
+        struct CallsAtExit(std::sync::mpsc::Sender<u32>);
+        impl Drop for CallsAtExit {
+            fn drop(&mut self) {
+                // HOLDER was registered after this value, so it is destroyed before it.
+                let depth = with_guard(|g| g.depth.load(Ordering::Relaxed) + 7);
+                let _ = self.0.send(depth);
+            }
+        }
+        thread_local! {
+            static AT_EXIT: std::cell::RefCell<Option<CallsAtExit>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            AT_EXIT.with(|c| *c.borrow_mut() = Some(CallsAtExit(tx)));
+            with_guard(|g| g.push());
+        })
+        .join()
+        .unwrap();
+        assert_eq!(rx.recv().unwrap(), 7);
+    }
+}

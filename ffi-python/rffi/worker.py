@@ -1,0 +1,33 @@
+"""``python -m rffi.worker <rank> <world> <fd> <protocol>``: a session worker process that runs
+Python, started by ``rffi.ProcessSession(..., python=True)``. It serves the controller's commands
+on socket ``fd`` (the runtime's loop, in Rust) until shutdown or until the controller is gone;
+Python-registered functions and ``import_python_module`` work here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv) -> int:
+    try:
+        rank, world, fd, protocol = (int(a) for a in argv[1:5])
+    except ValueError:
+        print("usage: python -m rffi.worker <rank> <world> <fd> <protocol>", file=sys.stderr)
+        return 2
+    import rffi
+    from rffi import session
+
+    rffi.register_global_func(
+        session._IMPORT_FUNC, session._import_python_module, override=True
+    )
+    try:
+        rffi.get_global_func("session.ServeWorker")(rank, world, fd, protocol)
+    except Exception as e:
+        print(f"rffi worker {rank}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

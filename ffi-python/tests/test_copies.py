@@ -1,0 +1,208 @@
+"""Copy semantics of every object wrapper: ``copy.copy`` shares the object with a new reference;
+``copy.deepcopy`` and ``pickle`` copy by value where the type has a value form, and raise a
+TypeError naming the type where it has none. Runs on both call paths (scripts/test.sh)."""
+
+import copy
+import ctypes
+import gc
+import pickle
+
+import numpy as np
+import pytest
+
+import rffi
+
+
+def _array():
+    return rffi.Array([1, "a long string value", rffi.Shape((2, 3)), [4.5, None]])
+
+
+def _map():
+    return rffi.Map({"a": 1, "b": [1, 2], 3: "three"})
+
+
+def _tensor():
+    return rffi.from_dlpack(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def _error():
+    return rffi.Error("ValueError", "bad value", '  File "x.py", line 3, in f\n')
+
+
+def _function():
+    return rffi.get_global_func("testing.add_one")
+
+
+def _callback():
+    return rffi.Function(lambda x: x + 1)
+
+
+MAKERS = {
+    "Array": _array,
+    "Map": _map,
+    "Tensor": _tensor,
+    "Error": _error,
+    "Function": _function,
+    "callback": _callback,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_shallow_copy_shares_with_a_reference(name, testing):
+    obj = MAKERS[name]()
+    count = testing.object_use_count(obj)
+    dup = copy.copy(obj)
+    assert type(dup) is type(obj)
+    assert dup.same_as(obj) and dup is not obj
+    assert testing.object_use_count(obj) == count + 1
+    del obj
+    gc.collect()
+    # The copy owns its own reference: still usable after the original is gone.
+    assert testing.object_use_count(dup) == count
+    assert testing.echo(dup).same_as(dup)
+
+
+def _plain(v):
+    """A wrapper's value as plain Python data (wrappers themselves compare by identity)."""
+    if isinstance(v, rffi.Tensor):
+        return ("Tensor", v.shape, str(v.dtype), np.from_dlpack(v).tobytes())
+    if isinstance(v, rffi.Error):
+        return ("Error", v.kind, v.message, v.backtrace)
+    if isinstance(v, rffi.Map):
+        return ("Map", [(_plain(k), _plain(x)) for k, x in v.items()])
+    if isinstance(v, rffi.Array):
+        return ("Array", [_plain(x) for x in v])
+    return v
+
+
+def _same_value(a, b):
+    return _plain(a) == _plain(b)
+
+
+@pytest.mark.parametrize("name", ["Array", "Map", "Tensor", "Error"])
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_value_copies(name, how, testing):
+    obj = MAKERS[name]()
+    count = testing.object_use_count(obj)
+    dup = copy.deepcopy(obj) if how == "deepcopy" else pickle.loads(pickle.dumps(obj))
+    assert type(dup) is type(obj)
+    assert not dup.same_as(obj)
+    assert _same_value(obj, dup)
+    assert testing.object_use_count(obj) == count
+    assert testing.object_use_count(dup) == 1
+
+
+def test_deepcopy_tensor_is_independent():
+    a = np.zeros(4, dtype=np.int32)
+    t = rffi.from_dlpack(a)
+    dup = copy.deepcopy(t)
+    a[:] = 7
+    assert np.from_dlpack(dup).tolist() == [0, 0, 0, 0]
+    assert np.from_dlpack(t).tolist() == [7, 7, 7, 7]
+
+
+def test_pickle_strided_and_empty_tensors():
+    base = np.arange(24, dtype=np.int16).reshape(4, 6)
+    for view in (base[::2, 1::2], base.T, base[:0], np.full((), 2.5)):
+        t = rffi.from_dlpack(view)
+        dup = pickle.loads(pickle.dumps(t))
+        assert dup.shape == view.shape and dup.is_contiguous()
+        assert np.array_equal(np.from_dlpack(dup), view)
+
+
+def test_containers_copy_their_items_by_value(testing):
+    t = _tensor()
+    arr = rffi.Array([t, rffi.Map({"t": t})])
+    dup = copy.deepcopy(arr)
+    assert not dup[0].same_as(t)
+    assert not dup[1]["t"].same_as(t)
+    assert np.array_equal(np.from_dlpack(dup[0]), np.from_dlpack(t))
+    # The Python memo is honoured: one tensor copied once, even if named twice.
+    pair = copy.deepcopy([t, t])
+    assert pair[0] is pair[1]
+
+
+@pytest.mark.parametrize("name", ["Function", "callback"])
+@pytest.mark.parametrize("how", [copy.deepcopy, pickle.dumps])
+def test_functions_have_no_value_form(name, how):
+    f = MAKERS[name]()
+    with pytest.raises(TypeError, match=r"rffi\.Function.*no value form"):
+        how(f)
+
+
+def test_containers_of_functions_have_no_value_form():
+    arr = rffi.Array([1, _function()])
+    with pytest.raises(TypeError, match=r"rffi\.Function"):
+        copy.deepcopy(arr)
+    with pytest.raises(TypeError, match=r"rffi\.Function"):
+        pickle.dumps(rffi.Map({"f": _function()}))
+
+
+def test_module_has_no_value_form(test_plugin):
+    assert copy.copy(test_plugin).same_as(test_plugin)
+    with pytest.raises(TypeError, match=r"rffi\.Module"):
+        copy.deepcopy(test_plugin)
+    with pytest.raises(TypeError, match=r"rffi\.Module"):
+        pickle.dumps(test_plugin)
+
+
+def test_device_tensor_has_no_value_form():
+    # A host array relabelled as CUDA memory (never read as such here).
+    cap = np.arange(4, dtype=np.float32).__dlpack__(max_version=(1, 1))
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = get(cap, b"dltensor_versioned")
+    # DLManagedTensorVersioned: dl_tensor at 32, its device type at 8 within it.
+    ctypes.c_int32.from_address(managed + 40).value = 2  # kDLCUDA
+    t = rffi.from_dlpack(cap)
+    assert t.device == rffi.device("cuda", 0)
+    assert copy.copy(t).same_as(t)
+    with pytest.raises(TypeError, match=r"rffi\.Tensor on cuda:0.*device memory"):
+        copy.deepcopy(t)
+    with pytest.raises(TypeError, match=r"rffi\.Tensor on cuda:0"):
+        pickle.dumps(t)
+
+
+def test_opaque_object_has_no_value_form(testing):
+    holder = rffi.Array([object()])
+    # The item decodes to the Python object itself, so the Array's deep copy copies that object.
+    assert type(copy.deepcopy(holder)[0]) is object
+    from rffi import _core
+
+    o = _core.make_opaque(object())
+    with pytest.raises(TypeError, match=r"rffi\.Object \(ffi\.OpaquePyObject\)"):
+        copy.deepcopy(o)
+
+
+def test_released_wrapper_refuses_copies():
+    arr = rffi.Array([1])
+    arr.__del__()
+    assert copy.copy(arr)._handle == 0
+    with pytest.raises(ValueError, match="released"):
+        copy.deepcopy(arr)
+    with pytest.raises(ValueError, match="released"):
+        pickle.dumps(arr)
+
+
+def test_tensor_from_bytes_checks_its_size():
+    from rffi._tensor import tensor_from_bytes
+
+    with pytest.raises(ValueError, match="3 bytes given for a float32 tensor of shape"):
+        tensor_from_bytes(b"abc", "float32", (2,))
+
+
+# ---- Handles are read-only ----
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_handle_is_read_only(name, testing):
+    obj = MAKERS[name]()
+    h = obj._handle
+    with pytest.raises(AttributeError):
+        obj._handle = 5
+    with pytest.raises(AttributeError):
+        obj._tidx = 0
+    with pytest.raises(AttributeError):
+        del obj._handle
+    assert obj._handle == h
+    assert testing.echo(obj).same_as(obj)

@@ -1,0 +1,148 @@
+"""Sessions under faults: killed workers, interpreter exit with live sessions, Ctrl-C during a
+sync, and memory over many calls."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from session_support import KINDS
+
+import rffi
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("python", [False, True])
+def test_a_killed_worker_is_reported_by_rank_without_hanging(python):
+    s = rffi.ProcessSession(3, python=python)
+    pids = s.worker_pids
+    s.get_global_func("testing.nop")()
+    s.sync()
+    os.kill(pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"worker 2 .*killed by signal 9 \(SIGKILL\)") as info:
+        s.sync()
+    assert time.monotonic() - start < 5
+    assert info.value.rank == 2
+    # Every later call raises the same error.
+    with pytest.raises(RuntimeError) as again:
+        s.get_global_func("testing.nop")
+    assert str(again.value) == str(info.value)
+    s.shutdown()
+    s.shutdown()
+    assert not any(_alive(p) for p in pids)
+
+
+EXIT_SCRIPT = """
+import rffi
+s = rffi.{cls}
+f = s.get_global_func("testing.add_one")
+r = f(1)
+s.sync()
+print(" ".join(map(str, getattr(s, "worker_pids", []))), flush=True)
+{ending}
+"""
+
+
+@pytest.mark.parametrize(
+    "cls",
+    ["ProcessSession(3)", "ProcessSession(2, python=True)", "ThreadSession(2)"],
+)
+@pytest.mark.parametrize("ending", ["", "del s, r, f", "s.shutdown()\ns.shutdown()"])
+def test_interpreter_exit_with_a_live_session_is_silent_and_reaps(cls, ending):
+    out = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT.format(cls=cls, ending=ending)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    pids = [int(p) for p in out.stdout.split()]
+    time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_workers_exit_when_the_controller_is_killed():
+    code = textwrap.dedent(
+        """
+        import rffi, sys, time
+        s = rffi.ProcessSession(3)
+        print(" ".join(map(str, s.worker_pids)), flush=True)
+        time.sleep(60)
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pids = [int(x) for x in p.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(x) for x in pids)
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(x) for x in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(_alive(x) for x in pids)
+
+
+def test_ctrl_c_during_sync_raises_and_the_session_stays_usable():
+    @rffi.register_global_func("pytest_session.slow", override=True)
+    def slow(seconds):
+        time.sleep(seconds)
+        return seconds
+
+    s = rffi.ThreadSession(1)
+    try:
+        s.get_global_func("pytest_session.slow")(0.5)
+        threading.Timer(0.1, lambda: signal.raise_signal(signal.SIGINT)).start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            s.sync()
+        assert time.monotonic() - start < 0.45
+        s.sync()  # finishes the interrupted wait
+        assert s.get_global_func("testing.add_one")(1).fetch(0) == 2
+    finally:
+        s.shutdown()
+        rffi.remove_global_func("pytest_session.slow")
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_many_calls_keep_memory_flat(kind):
+    s = KINDS[kind](2)
+    try:
+        f = s.get_global_func("testing.add_one")
+        x = f(0)
+
+        def run(n):
+            for _ in range(n):
+                f(x)
+            s.sync()
+
+        run(20_000)  # warm up: caches, allocator pools
+        pids = [os.getpid()] + getattr(s, "worker_pids", [])
+        before = [_rss_kib(p) for p in pids]
+        run(100_000)
+        after = [_rss_kib(p) for p in pids]
+        # Results dropped at once free their registers: ids are reused, not grown.
+        assert f(x).register < 8
+        for b, a, p in zip(before, after, pids):
+            assert a - b < 4096, f"pid {p}: RSS grew from {b} KiB to {a} KiB"
+    finally:
+        s.shutdown()

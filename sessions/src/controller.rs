@@ -1,0 +1,449 @@
+//! The controller: owns the links to every worker, hands out register ids, broadcasts commands,
+//! and turns answers into results or errors.
+//!
+//! Failures are reported, never waited on: a worker's error comes back with the next answer and is
+//! raised naming its rank, command and function; a worker that ended (socket EOF, a closed
+//! mailbox) is reaped and reported with its exit status, and the session then refuses further
+//! work with that same error.
+
+use crate::codec::{Value, WireError, Writer};
+use crate::process::{describe_status, spawn, Child, WorkerProgram};
+use crate::protocol::{Command, Reg, Reply};
+use crate::transport::{Link, LinkError, SocketLink, ThreadLink};
+use crate::worker::serve;
+use rffi_core::error::frame;
+use rffi_core::{Error, Result};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+enum Peer {
+    Thread {
+        link: ThreadLink,
+        join: Option<JoinHandle<std::result::Result<(), String>>>,
+    },
+    Process {
+        link: SocketLink,
+        child: Child,
+    },
+}
+
+impl Peer {
+    fn link(&self) -> &dyn Link {
+        match self {
+            Peer::Thread { link, .. } => link,
+            Peer::Process { link, .. } => link,
+        }
+    }
+}
+
+struct State {
+    peers: Vec<Peer>,
+    next_reg: Reg,
+    free_regs: Vec<Reg>,
+    seq: u64,
+    /// A sync in progress: its sequence number and the ranks yet to answer.
+    awaiting: Option<(u64, Vec<usize>)>,
+    /// Failures that came with answers nobody waited for any more (an interrupted sync).
+    stashed: Option<(usize, WireError)>,
+    /// Set once a worker has ended: every later operation raises it.
+    dead: Option<(String, String)>,
+    shut: bool,
+    writer: Writer,
+}
+
+/// The shared core of a session; DRefs hold it to free their registers.
+pub struct Controller {
+    state: Mutex<State>,
+    /// Registers whose last handle went away, freed on every worker with the next command (so a
+    /// handle dropped during garbage collection never does I/O).
+    released: Mutex<Vec<Reg>>,
+    num_workers: usize,
+    failed_rank: Mutex<Option<usize>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error raised for worker `rank`'s failure: its kind, a message naming the rank, command and
+/// function, and the worker's traceback under a frame for the worker.
+fn worker_error(rank: usize, w: &WireError) -> Error {
+    let what = if w.function.is_empty() {
+        w.command.clone()
+    } else {
+        format!("{} `{}`", w.command, w.function)
+    };
+    let e = Error::with_backtrace(
+        &w.kind,
+        format!("worker {rank}: {what} failed: {}", w.message),
+        &w.backtrace,
+    );
+    e.append_backtrace(&frame(&format!("<rffi session worker {rank}>"), 0, &what));
+    e
+}
+
+impl Controller {
+    fn new(peers: Vec<Peer>) -> Controller {
+        Controller {
+            num_workers: peers.len(),
+            state: Mutex::new(State {
+                peers,
+                next_reg: 0,
+                free_regs: Vec::new(),
+                seq: 0,
+                awaiting: None,
+                stashed: None,
+                dead: None,
+                shut: false,
+                writer: Writer::default(),
+            }),
+            released: Mutex::new(Vec::new()),
+            failed_rank: Mutex::new(None),
+        }
+    }
+
+    /// `n` workers, each a thread of this process.
+    pub fn threads(n: usize) -> Result<Controller> {
+        check_count(n)?;
+        let peers = (0..n)
+            .map(|rank| thread_peer(rank, n))
+            .collect::<Result<_>>()?;
+        Ok(Controller::new(peers))
+    }
+
+    /// Worker 0 in a thread of this process, workers 1.. as processes of `program`.
+    pub fn processes(n: usize, program: &WorkerProgram) -> Result<Controller> {
+        check_count(n)?;
+        let mut peers = vec![thread_peer(0, n)?];
+        for rank in 1..n {
+            let (child, link) = spawn(program, rank, n)?;
+            peers.push(Peer::Process { link, child });
+        }
+        Ok(Controller::new(peers))
+    }
+
+    pub fn num_workers(&self) -> usize {
+        self.num_workers
+    }
+
+    /// The rank whose failure was raised last, taken (for bindings that attach it to the
+    /// exception they raise).
+    pub fn failed_rank(&self) -> Option<usize> {
+        lock(&self.failed_rank).take()
+    }
+
+    fn raise(&self, rank: usize, w: &WireError) -> Error {
+        *lock(&self.failed_rank) = Some(rank);
+        worker_error(rank, w)
+    }
+
+    /// Called when a handle's last reference goes; no I/O here.
+    pub fn release(&self, reg: Reg) {
+        lock(&self.released).push(reg);
+    }
+
+    fn usable<'a>(&'a self) -> Result<MutexGuard<'a, State>> {
+        let st = lock(&self.state);
+        if st.shut {
+            return Err(Error::runtime_error("the session has been shut down"));
+        }
+        if let Some((kind, msg)) = &st.dead {
+            return Err(Error::new(kind, msg.clone()));
+        }
+        Ok(st)
+    }
+
+    /// Marks the session dead because worker `rank` ended, and returns the error saying so.
+    fn worker_gone(&self, st: &mut State, rank: usize) -> Error {
+        let how = match &mut st.peers[rank] {
+            Peer::Process { child, .. } => format!(
+                "worker {rank} (pid {}) {}",
+                child.pid(),
+                describe_status(child.wait_timeout(Duration::from_secs(2)))
+            ),
+            Peer::Thread { join, .. } => {
+                let why = match join.take().map(JoinHandle::join) {
+                    Some(Ok(Err(msg))) => msg,
+                    Some(Err(_)) => "it panicked".into(),
+                    _ => "it stopped".into(),
+                };
+                format!("worker {rank} (a thread of the controller) ended: {why}")
+            }
+        };
+        let msg = format!("{how}; the session cannot be used any more");
+        *lock(&self.failed_rank) = Some(rank);
+        st.dead = Some(("RuntimeError".into(), msg.clone()));
+        Error::runtime_error(msg)
+    }
+
+    fn send_to(&self, st: &mut State, ranks: &[usize], cmd: &Command) -> Result<()> {
+        let released = std::mem::take(&mut *lock(&self.released));
+        if !released.is_empty() {
+            let all: Vec<usize> = (0..st.peers.len()).collect();
+            self.send_raw(
+                st,
+                &all,
+                &Command::Free {
+                    regs: released.clone(),
+                },
+            )?;
+            st.free_regs.extend(released);
+        }
+        self.send_raw(st, ranks, cmd)
+    }
+
+    fn send_raw(&self, st: &mut State, ranks: &[usize], cmd: &Command) -> Result<()> {
+        let mut w = std::mem::take(&mut st.writer);
+        w.buf.clear();
+        cmd.encode(&mut w);
+        let mut result = Ok(());
+        for &r in ranks {
+            match st.peers[r].link().send(&w.buf) {
+                Ok(()) => {}
+                Err(LinkError::Closed) => {
+                    result = Err(self.worker_gone(st, r));
+                    break;
+                }
+                Err(LinkError::Io(e)) => {
+                    result = Err(Error::runtime_error(format!(
+                        "sending {} to worker {r} failed: {e}",
+                        cmd.name()
+                    )));
+                    break;
+                }
+            }
+        }
+        st.writer = w;
+        result
+    }
+
+    fn all(&self) -> Vec<usize> {
+        (0..self.num_workers).collect()
+    }
+
+    /// Allocates a register and broadcasts the command that fills it.
+    pub fn broadcast_new(&self, make: impl FnOnce(Reg) -> Command) -> Result<Reg> {
+        let mut st = self.usable()?;
+        let reg = st.free_regs.pop().unwrap_or_else(|| {
+            st.next_reg += 1;
+            st.next_reg - 1
+        });
+        let all = self.all();
+        if let Err(e) = self.send_to(&mut st, &all, &make(reg)) {
+            st.free_regs.push(reg);
+            return Err(e);
+        }
+        Ok(reg)
+    }
+
+    /// Waits for `rank`'s answer to `seq`, at most until `deadline`; `Ok(None)` on timeout.
+    fn wait_reply(
+        &self,
+        st: &mut State,
+        rank: usize,
+        seq: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Reply>> {
+        loop {
+            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let frame = match st.peers[rank].link().recv(timeout) {
+                Ok(Some(f)) => f,
+                Ok(None) => return Ok(None),
+                Err(LinkError::Closed) => return Err(self.worker_gone(st, rank)),
+                Err(LinkError::Io(e)) => {
+                    return Err(Error::runtime_error(format!(
+                        "reading from worker {rank} failed: {e}"
+                    )))
+                }
+            };
+            let reply = Reply::decode(&frame)?;
+            if reply.seq() == seq {
+                return Ok(Some(reply));
+            }
+            // An answer to a wait that was given up (an interrupted sync): keep its failure.
+            let err = match reply {
+                Reply::Done { error, .. } => error,
+                Reply::Fetched { result, .. } => result.err(),
+            };
+            if let (Some(e), None) = (err, &st.stashed) {
+                st.stashed = Some((rank, e));
+            }
+        }
+    }
+
+    fn next_seq(st: &mut State) -> u64 {
+        st.seq += 1;
+        st.seq
+    }
+
+    /// Starts a sync of `ranks` (every worker when `None`) unless one is in progress, then waits
+    /// up to `timeout` for it. `Ok(false)`: not finished yet; call again to keep waiting.
+    pub fn sync(&self, only_worker_0: bool, timeout: Option<Duration>) -> Result<bool> {
+        let mut st = self.usable()?;
+        if st.awaiting.is_none() {
+            let ranks = if only_worker_0 { vec![0] } else { self.all() };
+            let seq = Self::next_seq(&mut st);
+            self.send_to(&mut st, &ranks, &Command::Sync { seq })?;
+            st.awaiting = Some((seq, ranks));
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let (seq, mut ranks) = st.awaiting.take().expect("set above");
+        let mut first: Option<(usize, WireError)> = st.stashed.take();
+        while let Some(&rank) = ranks.first() {
+            match self.wait_reply(&mut st, rank, seq, deadline) {
+                Ok(Some(Reply::Done { error, .. })) => {
+                    if let (Some(e), None) = (error, &first) {
+                        first = Some((rank, e));
+                    }
+                    ranks.remove(0);
+                }
+                Ok(Some(Reply::Fetched { .. })) => {
+                    return Err(Error::runtime_error(format!(
+                        "worker {rank} answered a sync with a fetch result"
+                    )))
+                }
+                Ok(None) => {
+                    st.awaiting = Some((seq, ranks));
+                    st.stashed = first;
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match first {
+            Some((rank, e)) => Err(self.raise(rank, &e)),
+            None => Ok(true),
+        }
+    }
+
+    /// The value of `reg` on worker `rank`.
+    pub fn fetch(&self, reg: Reg, rank: usize) -> Result<Value> {
+        if rank >= self.num_workers {
+            return Err(Error::index_error(format!(
+                "worker rank {rank} is out of range for a session of {} workers",
+                self.num_workers
+            )));
+        }
+        let mut st = self.usable()?;
+        let seq = Self::next_seq(&mut st);
+        self.send_to(&mut st, &[rank], &Command::Fetch { seq, reg })?;
+        let reply = self.wait_reply(&mut st, rank, seq, None)?;
+        if let Some((r, e)) = st.stashed.take() {
+            return Err(self.raise(r, &e));
+        }
+        match reply {
+            Some(Reply::Fetched { result: Ok(v), .. }) => Ok(v),
+            Some(Reply::Fetched { result: Err(e), .. }) => Err(self.raise(rank, &e)),
+            _ => Err(Error::runtime_error(format!(
+                "worker {rank} answered a fetch with something else"
+            ))),
+        }
+    }
+
+    /// Copies between host memory at `addr` and worker 0's tensor in `reg`, in command order.
+    ///
+    /// # Safety
+    /// `addr` must be valid for `nbytes` bytes (readable, or writable when copying from the
+    /// worker) until this returns.
+    pub unsafe fn copy_worker_0(
+        &self,
+        reg: Reg,
+        addr: u64,
+        nbytes: u64,
+        to_worker: bool,
+    ) -> Result<()> {
+        let mut st = self.usable()?;
+        let seq = Self::next_seq(&mut st);
+        let cmd = Command::Copy {
+            seq,
+            reg,
+            addr,
+            nbytes,
+            to_worker,
+        };
+        self.send_to(&mut st, &[0], &cmd)?;
+        // Waited for without a timeout: the worker reads `addr`, which must outlive the copy.
+        match self.wait_reply(&mut st, 0, seq, None)? {
+            Some(Reply::Done { error: Some(e), .. }) => Err(self.raise(0, &e)),
+            Some(Reply::Done { error: None, .. }) => match st.stashed.take() {
+                Some((r, e)) => Err(self.raise(r, &e)),
+                None => Ok(()),
+            },
+            _ => Err(Error::runtime_error(
+                "worker 0 answered a copy with something else",
+            )),
+        }
+    }
+
+    /// Stops every worker and reaps them; idempotent.
+    pub fn shutdown(&self) {
+        let mut st = lock(&self.state);
+        if st.shut {
+            return;
+        }
+        st.shut = true;
+        let mut w = Writer::default();
+        Command::Shutdown.encode(&mut w);
+        for p in &st.peers {
+            let _ = p.link().send(&w.buf);
+        }
+        let peers = std::mem::take(&mut st.peers);
+        drop(st);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for p in peers {
+            match p {
+                Peer::Thread { link, join } => {
+                    drop(link);
+                    if let Some(j) = join {
+                        let _ = j.join();
+                    }
+                }
+                Peer::Process { link, child } => {
+                    drop(link);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if child.wait_timeout(left).is_none() {
+                        child.kill_and_reap();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Process ids of the worker processes (for tests that kill one).
+    pub fn worker_pids(&self) -> Vec<i32> {
+        lock(&self.state)
+            .peers
+            .iter()
+            .filter_map(|p| match p {
+                Peer::Process { child, .. } => Some(child.pid()),
+                Peer::Thread { .. } => None,
+            })
+            .collect()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn check_count(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::value_error("a session needs at least 1 worker"));
+    }
+    Ok(())
+}
+
+fn thread_peer(rank: usize, world: usize) -> Result<Peer> {
+    let (ours, theirs) = ThreadLink::pair();
+    let join = std::thread::Builder::new()
+        .name(format!("rffi-worker-{rank}"))
+        .spawn(move || serve(rank, world, &theirs))
+        .map_err(|e| Error::runtime_error(format!("cannot start worker thread {rank}: {e}")))?;
+    Ok(Peer::Thread {
+        link: ours,
+        join: Some(join),
+    })
+}

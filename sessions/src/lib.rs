@@ -1,0 +1,33 @@
+//! rffi sessions: one controller driving N workers that each hold a full rffi runtime and call
+//! registry functions by name on all of them at once (the job of TVM's Disco).
+//!
+//! ```no_run
+//! use rffi_session::{ProcessSession, ThreadSession};
+//! let sess = ThreadSession::new(2)?;
+//! let f = sess.get_global_func("testing.add_one")?;
+//! let r = f.call(&[41i64.into()])?;
+//! assert_eq!(r.fetch(1)?.try_as::<i64>()?, 42);
+//! # Ok::<(), rffi_core::Error>(())
+//! ```
+//!
+//! Layers: `codec` (values and errors as bytes), `protocol` (commands and replies), `transport`
+//! (mailboxes and sockets), `worker` (the command loop and register file), `process` (spawning
+//! and reaping worker processes), `controller` (broadcast, sync, failures), `dref` (handles),
+//! `session` (the Rust API) and `ffi` (the `session.*` registry functions).
+#![deny(unsafe_op_in_unsafe_fn)]
+// Type-index constants keep their C names (`kRFFIInt`), and are matched on.
+#![allow(non_upper_case_globals)]
+
+pub mod codec;
+pub mod controller;
+pub mod dref;
+pub mod ffi;
+pub mod process;
+pub mod protocol;
+pub mod session;
+pub mod transport;
+pub mod worker;
+
+pub use dref::{DFunction, DModule, DRef};
+pub use process::WorkerProgram;
+pub use session::{ProcessSession, Session, ThreadSession};

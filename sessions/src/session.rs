@@ -1,0 +1,189 @@
+//! The Rust API: `ThreadSession::new(n)` and `ProcessSession::new(n)` make a `Session`; the
+//! Python classes of the same names are thin layers over the `session.*` functions built on it.
+
+use crate::codec::Value;
+use crate::controller::Controller;
+use crate::dref::{DFunction, DModule, DRef};
+use crate::process::WorkerProgram;
+use crate::protocol::Command;
+use rffi_core::{AnyView, DataType, Device, Error, Result, Tensor};
+use std::sync::Arc;
+
+/// A controller and its workers. Dropping it (or `shutdown`) stops and reaps every worker.
+pub struct Session {
+    ctl: Arc<Controller>,
+}
+
+/// Sessions whose workers are threads of this process.
+pub struct ThreadSession;
+
+/// Sessions whose worker 0 is a thread of this process and whose other workers are processes.
+pub struct ProcessSession;
+
+impl ThreadSession {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(num_workers: usize) -> Result<Session> {
+        Ok(Session {
+            ctl: Arc::new(Controller::threads(num_workers)?),
+        })
+    }
+}
+
+impl ProcessSession {
+    /// Workers 1.. run the native `rffi-worker` (see `WorkerProgram::native`).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(num_workers: usize) -> Result<Session> {
+        Self::with_program(num_workers, &WorkerProgram::native()?)
+    }
+
+    /// Workers 1.. run `program` (for example a Python interpreter running `rffi.worker`).
+    pub fn with_program(num_workers: usize, program: &WorkerProgram) -> Result<Session> {
+        Ok(Session {
+            ctl: Arc::new(Controller::processes(num_workers, program)?),
+        })
+    }
+}
+
+/// Broadcasts a call of `f` with `args` (DRef objects among them become register references).
+pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Result<DRef> {
+    if !Arc::ptr_eq(f.controller(), ctl) {
+        return Err(Error::value_error(
+            "the function belongs to another session",
+        ));
+    }
+    let as_ref = |obj: &rffi_core::ObjectRef| {
+        DRef::from_object(obj).map(|d| {
+            if Arc::ptr_eq(d.controller(), ctl) {
+                Ok(d.register())
+            } else {
+                Err(Error::value_error("a DRef of another session"))
+            }
+        })
+    };
+    let values = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            Value::from_view(a, &as_ref)
+                .map_err(|e| Error::new(&e.kind(), format!("argument #{i}: {}", e.message())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let func = f.register();
+    let reg = ctl.broadcast_new(|reg| Command::Call {
+        reg,
+        func,
+        args: values,
+    })?;
+    Ok(DRef::new(ctl.clone(), reg))
+}
+
+impl Session {
+    pub fn num_workers(&self) -> usize {
+        self.ctl.num_workers()
+    }
+
+    /// The global function `name` on every worker (a missing name is a KeyError at the next sync).
+    pub fn get_global_func(&self, name: &str) -> Result<DFunction> {
+        let reg = self.ctl.broadcast_new(|reg| Command::GetGlobalFunc {
+            reg,
+            name: name.to_string(),
+        })?;
+        Ok(DFunction(DRef::new(self.ctl.clone(), reg)))
+    }
+
+    /// Loads a plugin or module on every worker.
+    pub fn load_module(&self, path: &str) -> Result<DModule> {
+        let reg = self.ctl.broadcast_new(|reg| Command::LoadModule {
+            reg,
+            path: path.to_string(),
+        })?;
+        Ok(DModule(DRef::new(self.ctl.clone(), reg)))
+    }
+
+    /// Calls `f` on every worker (see `DFunction::call`), with arguments as views.
+    pub fn call(&self, f: &DFunction, args: &[AnyView<'_>]) -> Result<DRef> {
+        call(&self.ctl, &f.0, args)
+    }
+
+    /// A new tensor on every worker.
+    pub fn empty(&self, shape: &[i64], dtype: DataType, device: Device) -> Result<DRef> {
+        let reg = self.ctl.broadcast_new(|reg| Command::Empty {
+            reg,
+            shape: shape.to_vec(),
+            dtype,
+            device,
+        })?;
+        Ok(DRef::new(self.ctl.clone(), reg))
+    }
+
+    fn check_host(&self, host: &Tensor, dst: &DRef, what: &str) -> Result<(u64, u64)> {
+        if !Arc::ptr_eq(dst.controller(), &self.ctl) {
+            return Err(Error::value_error(format!(
+                "{what}: the DRef belongs to another session"
+            )));
+        }
+        if host.device() != Device::cpu() || !host.is_contiguous() {
+            return Err(Error::value_error(format!(
+                "{what}: the host array must be a contiguous CPU array, got {:?} on {}",
+                host.shape(),
+                host.device().type_name()
+            )));
+        }
+        Ok((host.element_ptr() as u64, host.nbytes() as u64))
+    }
+
+    /// Copies a host array into worker 0's tensor `dst` (one memcpy: worker 0 shares this
+    /// process's memory). Waits for the copy, after every earlier command of worker 0.
+    pub fn copy_to_worker_0(&self, host: &Tensor, dst: &DRef) -> Result<()> {
+        let (addr, n) = self.check_host(host, dst, "copy_to_worker_0")?;
+        // SAFETY: `host` is borrowed for the whole call, which waits for the copy.
+        unsafe { self.ctl.copy_worker_0(dst.register(), addr, n, true) }
+    }
+
+    /// Copies worker 0's tensor `src` into a writable host array.
+    pub fn copy_from_worker_0(&self, host: &Tensor, src: &DRef) -> Result<()> {
+        let (addr, n) = self.check_host(host, src, "copy_from_worker_0")?;
+        if host.read_only() {
+            return Err(Error::value_error(
+                "copy_from_worker_0: the host array is read-only",
+            ));
+        }
+        // SAFETY: as in `copy_to_worker_0`; the array is writable.
+        unsafe { self.ctl.copy_worker_0(src.register(), addr, n, false) }
+    }
+
+    /// Waits for every worker to finish what was sent; raises the first failure.
+    pub fn sync(&self) -> Result<()> {
+        self.ctl.sync(false, None).map(|_| ())
+    }
+
+    /// Waits for worker 0 only.
+    pub fn sync_worker_0(&self) -> Result<()> {
+        self.ctl.sync(true, None).map(|_| ())
+    }
+
+    /// Stops and reaps every worker; idempotent. Later operations are errors.
+    pub fn shutdown(&self) {
+        self.ctl.shutdown();
+    }
+
+    /// The rank whose failure was raised last (taken: a second call answers `None`).
+    pub fn failed_rank(&self) -> Option<usize> {
+        self.ctl.failed_rank()
+    }
+
+    /// Process ids of the worker processes.
+    pub fn worker_pids(&self) -> Vec<i32> {
+        self.ctl.worker_pids()
+    }
+
+    pub(crate) fn controller(&self) -> &Arc<Controller> {
+        &self.ctl
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.ctl.shutdown();
+    }
+}

@@ -1,0 +1,351 @@
+//! A worker: runs the controller's commands against its own process's registry and keeps the
+//! register file that DRefs name.
+//!
+//! A worker never dies of what a command does: every error and panic is caught per command and
+//! kept as the first pending failure, which the next `Sync` or `Fetch` answer carries back.
+
+use crate::codec::{Value, WireError, Writer};
+use crate::protocol::{Command, Reg, Reply};
+use crate::transport::{Link, LinkError};
+use rffi_core::abi::*;
+use rffi_core::{
+    get_global_func, register_global, Any, Array, Error, Function, Map, Module, Result, Shape,
+    Tensor,
+};
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+thread_local! {
+    static CURRENT: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+/// `(rank, world size)` of the worker running on this thread, if any.
+pub fn current() -> Option<(usize, usize)> {
+    CURRENT.with(Cell::get)
+}
+
+fn current_or_err(what: &str) -> Result<(usize, usize)> {
+    current().ok_or_else(|| {
+        Error::runtime_error(format!(
+            "`{what}` is only meaningful on a session worker (this thread is not one)"
+        ))
+    })
+}
+
+// Functions every worker offers, as Disco's `runtime.disco.worker_id` and friends do.
+register_global!("session.worker_rank", || -> Result<i64> {
+    Ok(current_or_err("session.worker_rank")?.0 as i64)
+});
+register_global!("session.world_size", || -> Result<i64> {
+    Ok(current_or_err("session.world_size")?.1 as i64)
+});
+
+/// What the worker does after a command.
+pub enum Step {
+    Continue,
+    Reply(Reply),
+    Shutdown,
+}
+
+pub struct Worker {
+    rank: usize,
+    world: usize,
+    /// `None`: empty (never set, freed, or its command failed).
+    regs: Vec<Option<Any>>,
+    /// The function name of a register holding a function, for error messages.
+    names: Vec<Option<String>>,
+    pending: Option<WireError>,
+}
+
+impl Worker {
+    pub fn new(rank: usize, world: usize) -> Worker {
+        Worker {
+            rank,
+            world,
+            regs: Vec::new(),
+            names: Vec::new(),
+            pending: None,
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub fn world(&self) -> usize {
+        self.world
+    }
+
+    /// How many registers hold a value (for tests of freeing).
+    pub fn live_registers(&self) -> usize {
+        self.regs.iter().filter(|a| a.is_some()).count()
+    }
+
+    fn get(&self, reg: Reg) -> Result<Any> {
+        self.regs
+            .get(reg as usize)
+            .and_then(Option::clone)
+            .ok_or_else(|| {
+                Error::value_error(format!(
+                    "register {reg} is empty on worker {} (its value was freed, or the command \
+                     that made it failed)",
+                    self.rank
+                ))
+            })
+    }
+
+    fn set(&mut self, reg: Reg, value: Option<Any>, name: Option<String>) {
+        let i = reg as usize;
+        if self.regs.len() <= i {
+            self.regs.resize_with(i + 1, || None);
+            self.names.resize(i + 1, None);
+        }
+        self.regs[i] = value;
+        self.names[i] = name;
+    }
+
+    fn function_name(&self, reg: Reg) -> String {
+        self.names
+            .get(reg as usize)
+            .and_then(|n| n.clone())
+            .unwrap_or_else(|| format!("<register {reg}>"))
+    }
+
+    fn fail(&mut self, e: &Error, function: &str, command: &str) {
+        if self.pending.is_none() {
+            self.pending = Some(WireError::from_error(e, function, command));
+        }
+    }
+
+    /// Runs one command, catching every error and panic.
+    pub fn handle(&mut self, cmd: Command) -> Step {
+        let name = cmd.name();
+        let function = match &cmd {
+            Command::GetGlobalFunc { name, .. } | Command::ModuleGetFunction { name, .. } => {
+                name.clone()
+            }
+            Command::LoadModule { path, .. } => path.clone(),
+            Command::Call { func, .. } => self.function_name(*func),
+            _ => String::new(),
+        };
+        let reg = match &cmd {
+            Command::GetGlobalFunc { reg, .. }
+            | Command::LoadModule { reg, .. }
+            | Command::ModuleGetFunction { reg, .. }
+            | Command::Call { reg, .. }
+            | Command::Empty { reg, .. } => Some(*reg),
+            _ => None,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(cmd)));
+        let err = match outcome {
+            Ok(Ok(step)) => return step,
+            Ok(Err(e)) => e,
+            Err(payload) => Error::from_panic(payload),
+        };
+        // The result register of a failed command is cleared, so a later use of it names the
+        // failure instead of reading a stale value.
+        if let Some(r) = reg {
+            self.set(r, None, None);
+        }
+        self.fail(&err, &function, name);
+        Step::Continue
+    }
+
+    fn run(&mut self, cmd: Command) -> Result<Step> {
+        match cmd {
+            Command::GetGlobalFunc { reg, name } => {
+                let f = get_global_func(&name).ok_or_else(|| {
+                    Error::key_error(format!("global function `{name}` is not registered"))
+                })?;
+                self.set(reg, Some(f.into()), Some(name));
+            }
+            Command::LoadModule { reg, path } => {
+                let m = Module::load(&path)?;
+                self.set(reg, Some(m.into()), None);
+            }
+            Command::ModuleGetFunction { reg, module, name } => {
+                let m: Module = self.get(module)?.try_as()?;
+                let f = m.get_function(&name)?.ok_or_else(|| {
+                    Error::key_error(format!(
+                        "module {} has no function `{name}`",
+                        m.path().unwrap_or_default()
+                    ))
+                })?;
+                self.set(reg, Some(f.into()), Some(name));
+            }
+            Command::Call { reg, func, args } => {
+                let f: Function = self.get(func)?.try_as().map_err(|e| {
+                    Error::type_error(format!(
+                        "register {func} is not a function: {}",
+                        e.message()
+                    ))
+                })?;
+                let args = args
+                    .into_iter()
+                    .map(|a| a.into_any(&|r| self.get(r)))
+                    .collect::<Result<Vec<_>>>()?;
+                let out = f.call(&args)?;
+                self.set(reg, Some(out), None);
+            }
+            Command::Empty {
+                reg,
+                shape,
+                dtype,
+                device,
+            } => {
+                let t = Tensor::empty(&shape, dtype, device)?;
+                self.set(reg, Some(t.into()), None);
+            }
+            Command::Free { regs } => {
+                for r in regs {
+                    if (r as usize) < self.regs.len() {
+                        self.set(r, None, None);
+                    }
+                }
+            }
+            Command::Sync { seq } => {
+                return Ok(Step::Reply(Reply::Done {
+                    seq,
+                    error: self.pending.take(),
+                }))
+            }
+            Command::Fetch { seq, reg } => {
+                let result = match self.pending.take() {
+                    Some(e) => Err(e),
+                    None => self
+                        .get(reg)
+                        .and_then(|v| to_value(&v))
+                        .map_err(|e| WireError::from_error(&e, "", "fetch")),
+                };
+                return Ok(Step::Reply(Reply::Fetched { seq, result }));
+            }
+            Command::Copy {
+                seq,
+                reg,
+                addr,
+                nbytes,
+                to_worker,
+            } => {
+                let r = self.copy(reg, addr, nbytes, to_worker);
+                if let Err(e) = &r {
+                    self.fail(
+                        e,
+                        "",
+                        if to_worker {
+                            "copy_to_worker_0"
+                        } else {
+                            "copy_from_worker_0"
+                        },
+                    );
+                }
+                return Ok(Step::Reply(Reply::Done {
+                    seq,
+                    error: self.pending.take(),
+                }));
+            }
+            Command::Shutdown => return Ok(Step::Shutdown),
+        }
+        Ok(Step::Continue)
+    }
+
+    fn copy(&self, reg: Reg, addr: u64, nbytes: u64, to_worker: bool) -> Result<()> {
+        if self.rank != 0 {
+            return Err(Error::runtime_error(
+                "host copies go to worker 0 only (it shares the controller's memory)",
+            ));
+        }
+        let t: Tensor = self.get(reg)?.try_as()?;
+        if !t.is_contiguous() || t.device() != rffi_core::Device::cpu() {
+            return Err(Error::value_error(
+                "the worker tensor of a host copy must be a contiguous CPU tensor",
+            ));
+        }
+        if t.nbytes() as u64 != nbytes {
+            return Err(Error::value_error(format!(
+                "the host array has {nbytes} bytes but the worker tensor {:?} {} has {}",
+                t.shape(),
+                t.dtype(),
+                t.nbytes()
+            )));
+        }
+        let dst = t.element_ptr().cast::<u8>();
+        // SAFETY: the controller passes the address of a live host buffer of `nbytes` bytes that
+        // it keeps alive until this command is answered; the tensor has `nbytes` bytes too, and
+        // the two never overlap (one is the worker's own allocation).
+        unsafe {
+            if to_worker {
+                std::ptr::copy_nonoverlapping(addr as *const u8, dst, nbytes as usize);
+            } else {
+                std::ptr::copy_nonoverlapping(dst, addr as *mut u8, nbytes as usize);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value of a register as it travels back to the controller.
+fn to_value(v: &Any) -> Result<Value> {
+    let view = v.view();
+    Ok(match v.type_index() {
+        kRFFITensor => {
+            return Err(Error::type_error(
+                "a tensor cannot be fetched; copy it with copy_from_worker_0",
+            ))
+        }
+        kRFFIArray => Value::Array(
+            v.try_as::<Array>()?
+                .iter()
+                .map(|x| to_value(&x.to_owned()?))
+                .collect::<Result<_>>()?,
+        ),
+        kRFFIMap => Value::Map(
+            v.try_as::<Map>()?
+                .iter()
+                .map(|(k, x)| Ok((to_value(&k.to_owned()?)?, to_value(&x.to_owned()?)?)))
+                .collect::<Result<_>>()?,
+        ),
+        kRFFIShape => Value::Shape(v.try_as::<Shape>()?.as_slice().to_vec()),
+        _ => Value::from_view(&view, &|_| None).map_err(|_| {
+            Error::type_error(format!(
+                "a value of type {} cannot be fetched from a worker",
+                view.type_name()
+            ))
+        })?,
+    })
+}
+
+/// Serves commands from `link` until Shutdown or until the controller goes away (which is how a
+/// worker process ends when its controller dies). Returns why it stopped, when that was an error.
+pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<(), String> {
+    CURRENT.with(|c| c.set(Some((rank, world))));
+    let mut worker = Worker::new(rank, world);
+    let mut w = Writer::default();
+    let result = loop {
+        let frame = match link.recv(None) {
+            Ok(Some(f)) => f,
+            Ok(None) => continue,
+            Err(LinkError::Closed) => break Ok(()),
+            Err(LinkError::Io(e)) => break Err(format!("reading a command failed: {e}")),
+        };
+        let cmd = match Command::decode(&frame) {
+            Ok(c) => c,
+            // A frame we cannot read leaves us out of step with the controller: stop, so it
+            // sees this worker end instead of waiting for an answer that cannot come.
+            Err(e) => break Err(e.message()),
+        };
+        match worker.handle(cmd) {
+            Step::Continue => {}
+            Step::Shutdown => break Ok(()),
+            Step::Reply(r) => {
+                w.buf.clear();
+                r.encode(&mut w);
+                if link.send(&w.buf).is_err() {
+                    break Ok(());
+                }
+            }
+        }
+    };
+    drop(worker);
+    CURRENT.with(|c| c.set(None));
+    result
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the C++ API tests with `g++ -std=c++17 -Wall -Wextra -Werror` against include/ and the
+# release librffi.so (`cargo build --release -p rffi-c` first), and runs them under valgrind
+# (definite leaks and memory errors fail) when valgrind is installed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+LIB="$ROOT/target/release"
+OUT="$ROOT/target/cpp-tests"
+CXX="${CXX:-g++}"
+FLAGS=(-std=c++17 -Wall -Wextra -Werror -g -I"$ROOT/include")
+mkdir -p "$OUT"
+cd "$ROOT"
+
+# The C++ plugin (RFFI_PLUGIN: links nothing), and a second copy for the failing-init test (a
+# library file is loaded once per process).
+"$CXX" "${FLAGS[@]}" -shared -fPIC tests/cpp/plugin.cc tests/cpp/plugin_more.cc \
+    -o "$OUT/libcpp_test_plugin.so"
+cp "$OUT/libcpp_test_plugin.so" "$OUT/libcpp_test_plugin_copy.so"
+if ldd "$OUT/libcpp_test_plugin.so" | grep -q librffi; then
+    echo "the RFFI_PLUGIN test plugin must not link librffi.so" >&2
+    exit 1
+fi
+"$CXX" "${FLAGS[@]}" tests/cpp/test_cpp_api.cc -o "$OUT/test_cpp_api" \
+    -L"$LIB" -lrffi -Wl,-rpath,"$LIB"
+# The headers also build as C++20 (a compile check of every header).
+"$CXX" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$ROOT/include" tests/cpp/test_cpp_api.cc
+
+RUN=()
+if command -v valgrind >/dev/null; then
+    RUN=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99)
+else
+    echo "(valgrind not installed: running without it)"
+fi
+log="$OUT/test_cpp_api.log"
+"${RUN[@]}" "$OUT/test_cpp_api" "$OUT/libcpp_test_plugin.so" "$OUT/libcpp_test_plugin_copy.so" \
+    2>&1 | tee "$log"
+grep -q " 0 failed" "$log"
