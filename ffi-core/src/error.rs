@@ -522,10 +522,8 @@ thread_local! {
 
 /// Stores `err` as this thread's raised error (replacing any earlier one).
 pub fn set_raised(err: Error) {
-    if let Some(host) = crate::plugin::host() {
-        // SAFETY: the host's entry point takes its own reference to a live Error.
-        unsafe { (host.error_set_raised)(err.as_raw().cast()) };
-        return;
+    if let Some(host) = crate::host::host() {
+        return host.set_raised(&err);
     }
     let new = err.0.into_raw();
     if let Some(old) = RAISED.with(|s| s.replace(Some(new))) {
@@ -536,21 +534,16 @@ pub fn set_raised(err: Error) {
 
 /// Whether this thread has a raised error waiting (the slot is left as it is).
 pub(crate) fn has_raised() -> bool {
-    if crate::plugin::host().is_some() {
-        // The host table has no "peek": take the error and put it back.
-        return take_raised().map(set_raised).is_some();
+    if let Some(host) = crate::host::host() {
+        return host.has_raised();
     }
     RAISED.with(|s| s.get().is_some())
 }
 
 /// Takes this thread's raised error, leaving the slot empty.
 pub fn take_raised() -> Option<Error> {
-    if let Some(host) = crate::plugin::host() {
-        let mut out: RFFIObjectHandle = std::ptr::null_mut();
-        // SAFETY: the host's entry point with a valid out-pointer; it moves its reference out.
-        unsafe { (host.error_move_from_raised)(&mut out) };
-        // SAFETY: a non-null result is an Error whose reference is now ours.
-        return NonNull::new(out.cast()).map(|p| Error(unsafe { ObjectRef::from_raw(p) }));
+    if let Some(host) = crate::host::host() {
+        return host.take_raised();
     }
     // SAFETY: the slot owns one reference, which moves to the caller.
     RAISED

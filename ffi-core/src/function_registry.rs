@@ -5,12 +5,9 @@
 //! every operation forwards to the host runtime (see `plugin`), and the plugin's declarations are
 //! registered there by its `rffi_plugin_init`.
 
-use crate::abi::RFFIObjectHandle;
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::plugin::{byte_array, check, host};
-use crate::{Array, ObjectRef, ObjectType};
-use core::ptr::NonNull;
+use crate::host::host;
 use std::sync::{OnceLock, RwLock};
 
 /// A function declared at compile time; see `register_global!`.
@@ -69,11 +66,7 @@ pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Re
     check_name("a global function name", name)?;
     f.set_name(name);
     if let Some(host) = host() {
-        let name = byte_array(name.as_bytes());
-        // SAFETY: the host's entry point with a valid name and a live function.
-        return check(unsafe {
-            (host.function_set_global)(&name, f.as_raw().cast(), allow_override as i32)
-        });
+        return host.register_global_func(name, &f, allow_override);
     }
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
     if !allow_override && t.contains_key(name.as_bytes()) {
@@ -102,13 +95,7 @@ pub fn register_global_func_bytes(name: &[u8], f: Function, allow_override: bool
 #[inline]
 pub fn get_global_func(name: impl AsRef<[u8]>) -> Option<Function> {
     if let Some(host) = host() {
-        let name = byte_array(name.as_ref());
-        let mut out: RFFIObjectHandle = core::ptr::null_mut();
-        // SAFETY: the host's entry point with a valid name and out-pointer.
-        check(unsafe { (host.function_get_global)(&name, &mut out) }).ok()?;
-        let obj = NonNull::new(out.cast())?;
-        // SAFETY: a new reference to a function object, moved to us.
-        return Some(unsafe { Function::from_object_unchecked(ObjectRef::from_raw(obj)) });
+        return host.get_global_func(name.as_ref());
     }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     t.get(name.as_ref()).cloned()
@@ -117,9 +104,7 @@ pub fn get_global_func(name: impl AsRef<[u8]>) -> Option<Function> {
 /// Removes `name`; returns whether it was registered.
 pub fn remove_global_func(name: impl AsRef<[u8]>) -> bool {
     if let Some(host) = host() {
-        let name = byte_array(name.as_ref());
-        // SAFETY: the host's entry point with a valid name.
-        return check(unsafe { (host.function_remove_global)(&name) }).is_ok();
+        return host.remove_global_func(name.as_ref());
     }
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
     t.remove(name.as_ref()).is_some()
@@ -128,20 +113,7 @@ pub fn remove_global_func(name: impl AsRef<[u8]>) -> bool {
 /// Every registered name, sorted.
 pub fn list_global_func_names() -> Vec<String> {
     if let Some(host) = host() {
-        let mut out: RFFIObjectHandle = core::ptr::null_mut();
-        // SAFETY: the host's entry point with a valid out-pointer.
-        if check(unsafe { (host.function_list_global_names)(&mut out) }).is_err() {
-            return Vec::new();
-        }
-        let Some(obj) = NonNull::new(out.cast()) else {
-            return Vec::new();
-        };
-        // SAFETY: a new reference to an Array of strings, moved to us.
-        let names = unsafe { Array::from_object_unchecked(ObjectRef::from_raw(obj)) };
-        return names
-            .iter()
-            .filter_map(|v| v.try_as::<String>().ok())
-            .collect();
+        return host.list_global_func_names();
     }
     let t = table().read().unwrap_or_else(|e| e.into_inner());
     let mut names: Vec<String> = t

@@ -18,6 +18,7 @@ pub mod error;
 pub mod foreign;
 pub mod function;
 pub mod function_registry;
+mod host;
 mod lifetime_map;
 pub mod map;
 pub mod module;

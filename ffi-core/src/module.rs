@@ -14,7 +14,6 @@ use crate::lifetime_map::LifetimeMap;
 use crate::object::{
     alloc_object_with_deleter, body, obj_box_deleter, static_object_type, ObjectRef,
 };
-use crate::plugin::{byte_array, check};
 use core::ffi::c_void;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 use std::cell::{Cell, RefCell};
@@ -117,14 +116,8 @@ impl Module {
     /// Loads a plugin (or returns the module already loaded from the same file).
     pub fn load(path: impl AsRef<Path>) -> Result<Module> {
         let path = path.as_ref();
-        if let Some(host) = crate::plugin::host() {
-            let text = path.to_string_lossy();
-            let mut out: RFFIObjectHandle = core::ptr::null_mut();
-            // SAFETY: the host's entry point with a valid byte array and out-pointer.
-            check(unsafe { (host.module_load_from_file)(&byte_array(text.as_bytes()), &mut out) })?;
-            // SAFETY: on success `out` is a new reference to a module.
-            let obj = unsafe { ObjectRef::from_raw(core::ptr::NonNull::new_unchecked(out.cast())) };
-            return Ok(Module(obj));
+        if let Some(host) = crate::host::host() {
+            return host.load_module(path);
         }
         let canonical = std::fs::canonicalize(path).map_err(|e| load_error(path, e))?;
         with_load_lock(|| {

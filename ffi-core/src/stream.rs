@@ -24,13 +24,8 @@ thread_local! {
 // The handle is opaque: it is stored and handed back, never dereferenced here.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn set_current_stream(device: Device, stream: StreamHandle) -> StreamHandle {
-    if let Some(host) = crate::plugin::host() {
-        let mut previous = core::ptr::null_mut();
-        // SAFETY: the host's entry point with a valid device and out-pointer.
-        unsafe {
-            (host.env_set_stream)(device.device_type(), device.index(), stream, &mut previous)
-        };
-        return previous;
+    if let Some(host) = crate::host::host() {
+        return host.set_stream(device, stream);
     }
     let key = (device.device_type(), device.index());
     STREAMS
@@ -53,9 +48,8 @@ pub fn set_current_stream(device: Device, stream: StreamHandle) -> StreamHandle 
 
 /// This thread's current stream for `device` (NULL if none was set).
 pub fn current_stream(device: Device) -> StreamHandle {
-    if let Some(host) = crate::plugin::host() {
-        // SAFETY: the host's entry point; it validates the device itself.
-        return unsafe { (host.env_get_stream)(device.device_type(), device.index()) };
+    if let Some(host) = crate::host::host() {
+        return host.stream(device);
     }
     let key = (device.device_type(), device.index());
     STREAMS

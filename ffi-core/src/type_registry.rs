@@ -9,8 +9,8 @@
 
 use crate::abi::*;
 use crate::error::{Error, Result};
+use crate::host::{byte_array, host};
 use crate::lifetime_map::LifetimeMap;
-use crate::plugin::{byte_array, check, host};
 use core::cell::UnsafeCell;
 use std::sync::{OnceLock, RwLock};
 
@@ -196,11 +196,7 @@ impl TypeTable {
 /// The index registered for `key`, if any.
 pub fn type_key_to_index(key: &str) -> Option<i32> {
     if let Some(host) = host() {
-        let mut out = -1;
-        // SAFETY: the host's entry point with a valid key and out-pointer.
-        return check(unsafe { (host.type_key_to_index)(&byte_array(key.as_bytes()), &mut out) })
-            .ok()
-            .map(|()| out);
+        return host.type_key_to_index(key);
     }
     crate::reflection::declare_static_types();
     let t = table().read().unwrap_or_else(|e| e.into_inner());
@@ -217,8 +213,7 @@ pub fn type_index_to_key(index: i32) -> Option<&'static str> {
 /// The type information of `index`, if registered: in a plugin, the host runtime's.
 pub fn type_info(index: i32) -> Option<&'static RFFITypeInfo> {
     if let Some(host) = host() {
-        // SAFETY: the host's entry point; its type infos live as long as the process.
-        return unsafe { (host.get_type_info)(index).as_ref() };
+        return host.type_info(index);
     }
     if index >= kRFFIDynObjectBegin {
         crate::reflection::declare_static_types();
@@ -247,10 +242,7 @@ pub fn is_instance(index: i32, target: i32) -> bool {
 pub fn get_or_alloc_type_index(key: &str) -> Result<i32> {
     crate::function_registry::check_name("a type key", key)?;
     if let Some(host) = host() {
-        let mut out = -1;
-        // SAFETY: the host's entry point with a valid key and out-pointer.
-        check(unsafe { (host.type_register_key)(&byte_array(key.as_bytes()), &mut out) })?;
-        return Ok(out);
+        return host.get_or_alloc_type_index(key);
     }
     register_type(key, None)
 }
@@ -261,14 +253,7 @@ pub fn register_type(key: &str, parent: Option<i32>) -> Result<i32> {
     crate::function_registry::check_name("a type key", key)?;
     let parent = parent.unwrap_or(kRFFIObject);
     if let Some(host) = host() {
-        let key = byte_array(key.as_bytes());
-        // SAFETY: the host's entry point with a valid key.
-        let index = unsafe { (host.type_get_or_alloc_index)(&key, -1, -1, 0, 1, parent) };
-        return if index >= 0 {
-            Ok(index)
-        } else {
-            Err(check(-1).unwrap_err())
-        };
+        return host.register_type(key, parent);
     }
     register_type_here(key, parent)
 }

@@ -1,7 +1,7 @@
-"""``python -m rffi.worker <rank> <world> <fd> <protocol>``: a session worker process that runs
-Python, started by ``rffi.ProcessSession(..., python=True)``. It serves the controller's commands
-on socket ``fd`` (the runtime's loop, in Rust) until shutdown or until the controller is gone;
-Python-registered functions and ``import_python_module`` work here.
+"""``python -m rffi.worker <rank> <world> <fd> <protocol> <controller pid>``: a session worker
+process that runs Python, started by ``rffi.ProcessSession(..., python=True)``. It serves the
+controller's commands on socket ``fd`` (the runtime's loop, in Rust) until shutdown or until the
+controller is gone; Python-registered functions and ``import_python_module`` work here.
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ import sys
 
 def main(argv) -> int:
     try:
-        rank, world, fd, protocol = (int(a) for a in argv[1:5])
+        rank, world, fd, protocol, parent = (int(a) for a in argv[1:6])
     except ValueError:
-        print("usage: python -m rffi.worker <rank> <world> <fd> <protocol>", file=sys.stderr)
+        print(
+            "usage: python -m rffi.worker <rank> <world> <fd> <protocol> <controller pid>",
+            file=sys.stderr,
+        )
         return 2
     import rffi
     from rffi import session
@@ -22,7 +25,7 @@ def main(argv) -> int:
         session._IMPORT_FUNC, session._import_python_module, override=True
     )
     try:
-        rffi.get_global_func("session.ServeWorker")(rank, world, fd, protocol)
+        rffi.get_global_func("session.ServeWorker")([rank, world, fd, protocol, parent])
     except Exception as e:
         print(f"rffi worker {rank}: {e}", file=sys.stderr)
         return 1

@@ -177,45 +177,47 @@ impl Controller {
         Error::runtime_error(msg)
     }
 
+    /// Sends `cmd` to `ranks`, preceded in the same frame by a Free of the registers released
+    /// since the last command (to every worker).
     fn send_to(&self, st: &mut State, ranks: &[usize], cmd: &Command) -> Result<()> {
         let released = std::mem::take(&mut *lock(&self.released));
-        if !released.is_empty() {
-            let all: Vec<usize> = (0..st.peers.len()).collect();
-            self.send_raw(
-                st,
-                &all,
-                &Command::Free {
-                    regs: released.clone(),
-                },
-            )?;
-            st.free_regs.extend(released);
-        }
-        self.send_raw(st, ranks, cmd)
-    }
-
-    fn send_raw(&self, st: &mut State, ranks: &[usize], cmd: &Command) -> Result<()> {
         let mut w = std::mem::take(&mut st.writer);
-        w.buf.clear();
-        cmd.encode(&mut w);
         let mut result = Ok(());
-        for &r in ranks {
-            match st.peers[r].link().send(&w.buf) {
-                Ok(()) => {}
-                Err(LinkError::Closed) => {
-                    result = Err(self.worker_gone(st, r));
-                    break;
-                }
-                Err(LinkError::Io(e)) => {
-                    result = Err(Error::runtime_error(format!(
-                        "sending {} to worker {r} failed: {e}",
-                        cmd.name()
-                    )));
-                    break;
-                }
+        w.buf.clear();
+        if !released.is_empty() {
+            let free = Command::Free { regs: released };
+            free.encode(&mut w);
+            if ranks.len() != st.peers.len() {
+                // Workers outside `ranks` get the Free in a frame of its own.
+                let others: Vec<usize> =
+                    (0..st.peers.len()).filter(|r| !ranks.contains(r)).collect();
+                result = self.send_frame(st, &others, &w.buf, "free");
             }
+            if let Command::Free { regs } = free {
+                st.free_regs.extend(regs);
+            }
+        }
+        if result.is_ok() {
+            cmd.encode(&mut w);
+            result = self.send_frame(st, ranks, &w.buf, cmd.name());
         }
         st.writer = w;
         result
+    }
+
+    fn send_frame(&self, st: &mut State, ranks: &[usize], frame: &[u8], what: &str) -> Result<()> {
+        for &r in ranks {
+            match st.peers[r].link().send(frame) {
+                Ok(()) => {}
+                Err(LinkError::Closed) => return Err(self.worker_gone(st, r)),
+                Err(LinkError::Io(e)) => {
+                    return Err(Error::runtime_error(format!(
+                        "sending {what} to worker {r} failed: {e}"
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 
     fn all(&self) -> Vec<usize> {

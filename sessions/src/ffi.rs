@@ -239,12 +239,20 @@ register_global!("session.DRefRegister", |d: ObjectRef| -> Result<i64> {
 
 // The loop of a worker process whose program is not `rffi-worker` (a Python interpreter running
 // `rffi.worker`): serves commands on socket `fd` until shutdown or EOF.
-register_global!("session.ServeWorker", |rank: i64,
-                                         world: i64,
-                                         fd: i64,
-                                         protocol: i64|
- -> Result<()> {
+// `[rank, world, fd, protocol, controller pid]`, the worker program's arguments.
+register_global!("session.ServeWorker", |args: Array| -> Result<()> {
+    let n = args
+        .iter()
+        .map(|a| a.try_as::<i64>())
+        .collect::<Result<Vec<_>>>()?;
+    let [rank, world, fd, protocol, parent] = n[..] else {
+        return Err(Error::type_error(format!(
+            "`session.ServeWorker` expects [rank, world, fd, protocol, controller pid], got {} items",
+            n.len()
+        )));
+    };
     let link = worker_link(fd, protocol)?;
+    crate::process::adopt_worker_process(parent, link.raw_fd());
     crate::worker::serve(rank as usize, world as usize, &link).map_err(Error::runtime_error)
 });
 

@@ -11,17 +11,14 @@ use crate::protocol::PROTOCOL_VERSION;
 use crate::transport::{socket_pair, SocketLink};
 use rffi_core::{Error, Result};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The fd number a worker process finds its socket at.
-pub const WORKER_FD: i32 = 3;
-
-/// How to start a worker process: `program args... <rank> <world> <fd> <protocol version>`.
+/// How to start a worker process:
+/// `program args... <rank> <world> <fd> <protocol version> <controller pid>`.
 #[derive(Clone, Debug)]
 pub struct WorkerProgram {
     pub program: PathBuf,
@@ -91,6 +88,11 @@ fn on_spawner<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 }
 
 /// Starts worker `rank` of `world`; returns the child and the controller's end of its socket.
+///
+/// The child gets its end of the socket by inheritance (its number is an argument) and arranges
+/// the rest itself (`adopt_worker_process`), so the spawn needs no code between fork and exec and
+/// the standard library can use `posix_spawn`: a few hundred microseconds instead of a fork that
+/// copies the page tables of a large controller.
 pub fn spawn(program: &WorkerProgram, rank: usize, world: usize) -> Result<(Child, SocketLink)> {
     let (ours, theirs) =
         socket_pair().map_err(|e| Error::runtime_error(format!("socketpair failed: {e}")))?;
@@ -100,35 +102,21 @@ pub fn spawn(program: &WorkerProgram, rank: usize, world: usize) -> Result<(Chil
         let fd = theirs.as_raw_fd();
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
-        let mut cmd = std::process::Command::new(&program.program);
-        cmd.args(&program.args)
+        // Inheritable only for this spawn: the spawner thread is the only one that spawns
+        // workers, and the descriptor is closed here right after. (A fork by another thread in
+        // this window would inherit it too; the worker's death signal still covers that case.)
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        let r = std::process::Command::new(&program.program)
+            .args(&program.args)
             .arg(rank.to_string())
             .arg(world.to_string())
-            .arg(WORKER_FD.to_string())
+            .arg(fd.to_string())
             .arg(PROTOCOL_VERSION.to_string())
-            .stdin(Stdio::null());
-        // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (dup2, fcntl, prctl, signal, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                if fd == WORKER_FD {
-                    let flags = libc::fcntl(fd, libc::F_GETFD);
-                    libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-                } else if libc::dup2(fd, WORKER_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                // Ctrl-C in a terminal reaches the whole process group: it is the controller's
-                // to handle (an interrupted sync), not a reason for workers to die.
-                libc::signal(libc::SIGINT, libc::SIG_IGN);
-                // The controller may have died before prctl took effect.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-        let r = cmd.spawn().map(|c| c.id() as libc::pid_t);
+            .arg(parent.to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .map(|c| c.id() as libc::pid_t);
         drop(theirs);
         r
     });
@@ -141,6 +129,22 @@ pub fn spawn(program: &WorkerProgram, rank: usize, world: usize) -> Result<(Chil
         },
         SocketLink::new(ours),
     ))
+}
+
+/// What a worker process does first: die with its controller (`PR_SET_PDEATHSIG`, and an exit
+/// if the controller is already gone), leave Ctrl-C to the controller (a terminal sends SIGINT to
+/// the whole process group; an interrupted sync is the controller's to handle), and keep its
+/// socket from leaking into processes it starts.
+pub fn adopt_worker_process(parent: i64, fd: i32) {
+    // SAFETY: plain system calls on this process's own state.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        if i64::from(libc::getppid()) != parent {
+            libc::_exit(1);
+        }
+    }
 }
 
 impl Child {

@@ -197,8 +197,28 @@ impl Command {
         }
     }
 
+    /// Decodes a frame holding exactly one command.
     pub fn decode(frame: &[u8]) -> Result<Command> {
         let mut r = Reader::new(frame);
+        let cmd = Self::read(&mut r)?;
+        if !r.is_empty() {
+            return Err(bad("trailing bytes after the command"));
+        }
+        Ok(cmd)
+    }
+
+    /// Decodes every command of a frame, in order (a controller batches commands that go out
+    /// together, such as a free and the call after it, into one frame).
+    pub fn decode_all(frame: &[u8]) -> Result<Vec<Command>> {
+        let mut r = Reader::new(frame);
+        let mut cmds = Vec::with_capacity(2);
+        while !r.is_empty() {
+            cmds.push(Self::read(&mut r)?);
+        }
+        Ok(cmds)
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Command> {
         let cmd = match r.u8()? {
             C_GET_GLOBAL => Command::GetGlobalFunc {
                 reg: r.u64()?,
@@ -255,9 +275,6 @@ impl Command {
             C_SHUTDOWN => Command::Shutdown,
             t => return Err(bad(&format!("unknown command tag {t}"))),
         };
-        if !r.is_empty() {
-            return Err(bad("trailing bytes after the command"));
-        }
         Ok(cmd)
     }
 }
@@ -365,11 +382,14 @@ mod tests {
             },
             Command::Shutdown,
         ];
-        for c in cmds {
+        let mut all = Writer::default();
+        for c in &cmds {
             let mut w = Writer::default();
             c.encode(&mut w);
-            assert_eq!(Command::decode(&w.buf).unwrap(), c);
+            assert_eq!(&Command::decode(&w.buf).unwrap(), c);
+            c.encode(&mut all);
         }
+        assert_eq!(Command::decode_all(&all.buf).unwrap(), cmds);
         let err = WireError {
             kind: "ValueError".into(),
             message: "m".into(),

@@ -1,9 +1,8 @@
 //! Frame transports between a controller and a worker: in-memory mailboxes for workers in threads,
 //! a Unix socket for workers in processes. Both move whole frames (the protocol's encoded bytes).
 //!
-//! A receiver spins briefly before it sleeps: a round trip is a few microseconds of work, and a
-//! futex or poll wake-up costs as much again. The spin is bounded (`RFFI_SESSION_SPIN_US`,
-//! default 20 µs) and yields the core while it waits, so idle workers cost nothing.
+//! A receiver may spin briefly before it sleeps (see `spin_budget`): a round trip is well under a
+//! microsecond of work, and a futex or poll wake-up costs several. Idle workers sleep.
 
 use std::collections::VecDeque;
 use std::io;
@@ -31,18 +30,27 @@ pub trait Link: Send + Sync {
     fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>>;
 }
 
+/// How long a receiver spins before it sleeps: `RFFI_SESSION_SPIN_US`, else 10 µs on machines
+/// with 8 or more cores and none on smaller ones. Spinning turns a round trip of a few
+/// microseconds into one of about one when the other side has a core of its own, but on a
+/// machine with more busy threads than cores it takes the core the other side needs
+/// (docs/SESSIONS.md has the figures).
 fn spin_budget() -> Duration {
     static SPIN: OnceLock<Duration> = OnceLock::new();
     *SPIN.get_or_init(|| {
+        let default = match std::thread::available_parallelism() {
+            Ok(n) if n.get() >= 8 => 10,
+            _ => 0,
+        };
         let us = std::env::var("RFFI_SESSION_SPIN_US")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(20);
+            .unwrap_or(default);
         Duration::from_micros(us)
     })
 }
 
-/// Spins until `ready()` or the budget is spent; the yields keep a busy machine fair.
+/// Spins until `ready()` or the budget is spent.
 fn spin_until(ready: impl Fn() -> bool, timeout: Option<Duration>) -> bool {
     let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
     if budget.is_zero() {
@@ -55,14 +63,10 @@ fn spin_until(ready: impl Fn() -> bool, timeout: Option<Duration>) -> bool {
             return true;
         }
         i += 1;
-        if i % 64 == 0 {
-            if start.elapsed() >= budget {
-                return false;
-            }
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
+        if i % 32 == 0 && start.elapsed() >= budget {
+            return false;
         }
+        std::hint::spin_loop();
     }
 }
 
@@ -194,6 +198,10 @@ impl SocketLink {
             fd,
             buf: Mutex::new(Vec::new()),
         }
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
     }
 
     /// Reads what is available into `buf` (`wait`: block in poll up to `timeout` first).
@@ -328,8 +336,6 @@ impl Link for SocketLink {
                 if let Some(f) = Self::take_frame(&mut buf)? {
                     return Ok(Some(f));
                 }
-            } else {
-                std::thread::yield_now();
             }
         }
         let deadline = timeout.map(|t| start + t);

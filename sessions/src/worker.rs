@@ -327,22 +327,32 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
             Err(LinkError::Closed) => break Ok(()),
             Err(LinkError::Io(e)) => break Err(format!("reading a command failed: {e}")),
         };
-        let cmd = match Command::decode(&frame) {
+        let cmds = match Command::decode_all(&frame) {
             Ok(c) => c,
             // A frame we cannot read leaves us out of step with the controller: stop, so it
             // sees this worker end instead of waiting for an answer that cannot come.
             Err(e) => break Err(e.message()),
         };
-        match worker.handle(cmd) {
-            Step::Continue => {}
-            Step::Shutdown => break Ok(()),
-            Step::Reply(r) => {
-                w.buf.clear();
-                r.encode(&mut w);
-                if link.send(&w.buf).is_err() {
-                    break Ok(());
+        let mut stop = false;
+        for cmd in cmds {
+            match worker.handle(cmd) {
+                Step::Continue => {}
+                Step::Shutdown => {
+                    stop = true;
+                    break;
+                }
+                Step::Reply(r) => {
+                    w.buf.clear();
+                    r.encode(&mut w);
+                    if link.send(&w.buf).is_err() {
+                        stop = true;
+                        break;
+                    }
                 }
             }
+        }
+        if stop {
+            break Ok(());
         }
     };
     drop(worker);

@@ -41,5 +41,5 @@ static HOST_API: RFFIHostApi = RFFIHostApi {
 /// The table handed to plugins: this image's, or — when this image is itself a plugin — the
 /// table of the runtime it forwards to, so nested plugins bind to the one runtime too.
 pub fn api() -> &'static RFFIHostApi {
-    crate::plugin::host().unwrap_or(&HOST_API)
+    crate::host::host().map_or(&HOST_API, |h| h.table())
 }

@@ -131,7 +131,7 @@ pub unsafe extern "C" fn RFFITypeIndexToKey(type_index: i32, out: *mut RFFIByteA
         let key = type_registry::type_index_to_key(type_index)
             .ok_or_else(|| Error::key_error(format!("{F}: unknown type index {type_index}")))?;
         // SAFETY: checked writable out-pointer; keys live as long as the process.
-        unsafe { out.write(crate::plugin::byte_array(key.as_bytes())) };
+        unsafe { out.write(crate::host::byte_array(key.as_bytes())) };
         Ok(())
     })
 }

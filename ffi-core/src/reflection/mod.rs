@@ -16,7 +16,7 @@ pub use object_def::{FieldValue, Mut, Obj, ObjectDef, ObjectHeader};
 use crate::abi::*;
 use crate::any::AnyView;
 use crate::error::{Error, Result};
-use crate::plugin::{check, host};
+use crate::host::host;
 use crate::type_registry::{leak_bytes, slice, type_info, with_entry_mut};
 use crate::{Function, ObjectRef, ObjectType};
 use core::cell::Cell;
@@ -107,7 +107,7 @@ pub(crate) fn builtin_supported(index: i32, size: i64) -> bool {
 pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()> {
     if let Some(host) = host() {
         // SAFETY: the host's entry point with a valid field description.
-        return check(unsafe { (host.type_register_field)(type_index, info) });
+        return unsafe { host.register_field(type_index, info) };
     }
     let key = known_type(type_index)?;
     let name = name_of(&info.name, "a field name")?;
@@ -175,7 +175,7 @@ pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()
 pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<()> {
     if let Some(host) = host() {
         // SAFETY: the host's entry point with a valid method description.
-        return check(unsafe { (host.type_register_method)(type_index, info) });
+        return unsafe { host.register_method(type_index, info) };
     }
     let key = known_type(type_index)?;
     let name = name_of(&info.name, "a method name")?;
@@ -214,7 +214,7 @@ pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<
 pub unsafe fn register_metadata(type_index: i32, meta: &RFFITypeMetadata) -> Result<()> {
     if let Some(host) = host() {
         // SAFETY: the host's entry point with a valid description.
-        return check(unsafe { (host.type_register_metadata)(type_index, meta) });
+        return unsafe { host.register_metadata(type_index, meta) };
     }
     let mut m = *meta;
     m.doc = leak_bytes(bytes(&meta.doc));

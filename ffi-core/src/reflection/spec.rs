@@ -6,7 +6,7 @@
 use super::object_def::{field_getter, FieldValue};
 use crate::abi::*;
 use crate::error::Result;
-use crate::plugin::byte_array;
+use crate::host::byte_array;
 use crate::{Any, Function};
 
 /// One field of an `object_type!`.

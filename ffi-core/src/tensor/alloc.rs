@@ -32,9 +32,8 @@ fn global() -> RFFIDLPackManagedTensorAllocator {
 
 /// The allocator in effect on this thread: the thread's own, else the process-wide one.
 pub fn env_allocator() -> RFFIDLPackManagedTensorAllocator {
-    if let Some(host) = crate::plugin::host() {
-        // SAFETY: the host's entry point, no arguments.
-        return unsafe { (host.env_get_dlpack_managed_tensor_allocator)() };
+    if let Some(host) = crate::host::host() {
+        return host.dlpack_allocator();
     }
     // During thread teardown the thread-local is gone; the process-wide one still applies.
     LOCAL.try_with(Cell::get).ok().flatten().or_else(global)

@@ -1,0 +1,187 @@
+"""Sessions side by side with TVM's Disco (the `apache-tvm` wheel), in one run. Prints Markdown
+tables:
+
+* call by name + sync of every worker (round trip), for ThreadSession and ProcessSession with
+  n = 1, 2, 4 workers (Disco: ThreadedSession, ProcessSession);
+* session start with 4 workers: the constructor alone, and until a first sync has come back (Disco's
+  constructor does not wait for its workers);
+* copy_to_worker_0 of 64 MiB float32 (including the wait for worker 0), beside the machine's
+  plain memcpy bandwidth (numpy.copyto of the same array).
+
+Each measurement runs in a fresh child process, so the two runtimes never share one and a Disco
+fault at shutdown cannot take the run down. Run: ffi-python/benches/run_session.sh
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MIB = 1 << 20
+COPY_BYTES = 64 * MIB
+REPS, CALLS = 5, 200
+
+
+def _median_us(fn, calls=CALLS, reps=REPS) -> float:
+    fn()  # warm
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        runs.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(runs)
+
+
+def _copy_s(fn, reps=REPS) -> float:
+    fn()
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def measure_rffi(kind: str, n: int) -> dict:
+    import numpy as np
+
+    import rffi
+
+    make = {"thread": rffi.ThreadSession, "process": rffi.ProcessSession}[kind]
+    t0 = time.perf_counter()
+    sess = make(n)
+    ctor = time.perf_counter() - t0
+    sess.sync()
+    ready = time.perf_counter() - t0
+    f = sess.get_global_func("session.worker_rank")
+
+    def call():
+        f()
+        sess.sync()
+
+    out = {"round_trip_us": _median_us(call), "ctor_s": ctor, "ready_s": ready}
+    host = np.ones(COPY_BYTES // 4, dtype="float32")
+    dst = sess.empty(host.shape, "float32")
+    out["copy_s"] = _copy_s(lambda: sess.copy_to_worker_0(host, dst))
+    sess.shutdown()
+    return out
+
+
+def measure_disco(kind: str, n: int) -> dict:
+    import numpy as np
+    import tvm
+    import tvm.runtime.disco as disco
+    import tvm.runtime.disco._ffi_api as dapi
+    import tvm_ffi
+
+    # apache-tvm 0.27: the module's API table is filled before the library registers it.
+    tvm_ffi.init_ffi_api("runtime.disco", dapi.__name__)
+    make = {"thread": disco.ThreadedSession, "process": disco.ProcessSession}[kind]
+    t0 = time.perf_counter()
+    sess = make(num_workers=n)
+    ctor = time.perf_counter() - t0
+    sess._sync_all()
+    ready = time.perf_counter() - t0
+    f = sess.get_global_func("runtime.disco.worker_id")
+
+    def call():
+        f()
+        sess._sync_all()
+
+    out = {"round_trip_us": _median_us(call), "ctor_s": ctor, "ready_s": ready}
+    host = tvm.runtime.tensor(np.ones(COPY_BYTES // 4, dtype="float32"))
+    dst = sess.empty((COPY_BYTES // 4,), "float32")
+
+    def copy():
+        sess.copy_to_worker_0(host, dst)
+        sess._sync_worker(0)
+
+    out["copy_s"] = _copy_s(copy)
+    sess.shutdown()
+    return out
+
+
+def memcpy_s() -> float:
+    import numpy as np
+
+    a = np.ones(COPY_BYTES // 4, dtype="float32")
+    b = np.empty_like(a)
+    return _copy_s(lambda: np.copyto(b, a))
+
+
+def _child(args: list, python: str) -> dict:
+    r = subprocess.run(
+        [python, __file__, *args], capture_output=True, text=True, timeout=300
+    )
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return {"error": (r.stderr.strip().splitlines() or ["no output"])[-1][:80]}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    disco_python = os.environ.get("DISCO_PYTHON", sys.executable)
+    rows = []
+    for kind in ("thread", "process"):
+        for n in (1, 2, 4):
+            r = _child(["rffi", kind, str(n)], sys.executable)
+            d = _child(["disco", kind, str(n)], disco_python)
+            rows.append((kind, n, r, d))
+    mem = _child(["memcpy"], sys.executable)["s"]
+
+    print(f"Sessions vs Disco ({os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}; "
+          f"medians of {REPS} x {CALLS} calls)\n")
+    print("| session | n | rffi round trip | Disco round trip | ratio |")
+    print("|---|---|---|---|---|")
+    for kind, n, r, d in rows:
+        a, b = r.get("round_trip_us"), d.get("round_trip_us")
+        ratio = f"{a / b:.2f}x" if a and b else "-"
+        print(f"| {kind} | {n} | {_us(a, r)} | {_us(b, d)} | {ratio} |")
+    print("\n| session | n | rffi copy_to_worker_0 64 MiB | Disco | rffi/Disco | rffi/memcpy |")
+    print("|---|---|---|---|---|---|")
+    for kind, n, r, d in rows:
+        a, b = r.get("copy_s"), d.get("copy_s")
+        print(
+            f"| {kind} | {n} | {_bw(a)} | {_bw(b)} | "
+            f"{f'{b / a:.1f}x' if a and b else '-'} | {f'{mem / a:.2f}' if a else '-'} |"
+        )
+    print(f"\nplain memcpy (numpy.copyto, 64 MiB): {_bw(mem)}")
+    print("\n| session start, n = 4 | rffi constructor | rffi until first sync | Disco constructor"
+          " | Disco until first sync |")
+    print("|---|---|---|---|---|")
+    for kind, n, r, d in rows:
+        if n == 4:
+            print(
+                f"| {kind} | {_ms(r.get('ctor_s'))} | {_ms(r.get('ready_s'))} | "
+                f"{_ms(d.get('ctor_s'))} | {_ms(d.get('ready_s'))} |"
+            )
+
+
+def _us(v, rec) -> str:
+    return f"{v:.1f} µs" if v else rec.get("error", "-")
+
+
+def _bw(s) -> str:
+    return f"{s * 1e3:.1f} ms ({COPY_BYTES / s / (1 << 30):.2f} GiB/s)" if s else "-"
+
+
+def _ms(s) -> str:
+    return f"{s * 1e3:.1f} ms" if s is not None else "-"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        side = sys.argv[1]
+        if side == "memcpy":
+            print(json.dumps({"s": memcpy_s()}))
+        else:
+            fn = measure_rffi if side == "rffi" else measure_disco
+            print(json.dumps(fn(sys.argv[2], int(sys.argv[3]))), flush=True)
+            os._exit(0)  # skip interpreter teardown (Disco's can abort); results are out
+    else:
+        main()
