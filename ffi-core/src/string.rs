@@ -87,7 +87,11 @@ pub(crate) fn str_bytes_of<'v>(v: &'v AnyView<'_>) -> Option<&'v [u8]> {
                 }
                 Some(crate::error::byte_array_bytes(&*ba))
             }
-            kRFFIStr | kRFFIBytes if !raw.v.v_obj.is_null() => {
+            // The header must agree: a cell is read as a string's only if it is one (a value
+            // saying String over another object would otherwise read that object's body).
+            kRFFIStr | kRFFIBytes
+                if !raw.v.v_obj.is_null() && (*raw.v.v_obj).type_index == raw.type_index =>
+            {
                 let cell = raw.v.v_obj.add(1).cast::<RFFIStrCell>();
                 Some(crate::error::byte_array_bytes(&*cell))
             }
