@@ -9,6 +9,7 @@
 use crate::codec::{Value, WireError, Writer};
 use crate::process::{describe_status, spawn, Child, WorkerProgram};
 use crate::protocol::{Command, Reg, Reply};
+use crate::shm_tensor::Segment;
 use crate::transport::{Link, LinkError, SocketLink, ThreadLink};
 use crate::worker::serve;
 use rffi_core::error::frame;
@@ -50,6 +51,8 @@ struct State {
     dead: Option<(String, String)>,
     shut: bool,
     writer: Writer,
+    /// Shared-memory segments of tensors sent since the last full sync (unlinked at the next).
+    segments: Vec<Segment>,
 }
 
 /// The shared core of a session; DRefs hold it to free their registers.
@@ -97,6 +100,7 @@ impl Controller {
                 dead: None,
                 shut: false,
                 writer: Writer::default(),
+                segments: Vec::new(),
             }),
             released: Mutex::new(Vec::new()),
             failed_rank: Mutex::new(None),
@@ -136,6 +140,13 @@ impl Controller {
     fn raise(&self, rank: usize, w: &WireError) -> Error {
         *lock(&self.failed_rank) = Some(rank);
         worker_error(rank, w)
+    }
+
+    /// Keeps the segments of a call's tensors until every worker has mapped them.
+    pub fn keep_segments(&self, segments: Vec<Segment>) {
+        if !segments.is_empty() {
+            lock(&self.state).segments.extend(segments);
+        }
     }
 
     /// Called when a handle's last reference goes; no I/O here.
@@ -313,6 +324,10 @@ impl Controller {
                 Err(e) => return Err(e),
             }
         }
+        if !only_worker_0 {
+            // Every worker has run every earlier call: their tensors are mapped.
+            st.segments.clear();
+        }
         match first {
             Some((rank, e)) => Err(self.raise(rank, &e)),
             None => Ok(true),
@@ -391,6 +406,8 @@ impl Controller {
             let _ = p.link().send(&w.buf);
         }
         let peers = std::mem::take(&mut st.peers);
+        // Unlinked once the workers have stopped (a queued call may still map one).
+        let segments = std::mem::take(&mut st.segments);
         drop(st);
         let deadline = Instant::now() + Duration::from_secs(2);
         for p in peers {
@@ -410,6 +427,7 @@ impl Controller {
                 }
             }
         }
+        drop(segments);
     }
 
     /// Process ids of the worker processes (for tests that kill one).
