@@ -64,9 +64,11 @@ install:
 	$(CARGO) build --release -p rffi-c
 	python3 packaging/install_files.py --prefix "$(PREFIX)" --destdir "$(DESTDIR)" --lib $(LIB_RELEASE)/librffi.so
 
-## CMake and pkg-config projects built against `make install` and against the installed wheel.
+## CMake and pkg-config projects built against `make install` and against the installed wheel;
+## the wheel itself (auditwheel, contents, the README's Python tour from an empty folder).
 install-test: python-test
 	tests/install/run.sh
+	tests/install/wheel.sh
 
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools

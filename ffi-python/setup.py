@@ -8,8 +8,10 @@ From a checkout the crates are `../ffi-c` and `./native`; an sdist carries the w
 (see `Sdist`). Set CARGO_TARGET_DIR to reuse a warm cargo cache (`cargo build --release` warms it).
 """
 
+import importlib
 import os
 import shutil
+import subprocess
 import sys
 
 from setuptools import setup
@@ -36,6 +38,25 @@ LIB_NAMES = {"rffi.librffi": "librffi.so", "rffi.librffi_python_native": "librff
 WORKER_MANIFEST = RUNTIME_MANIFEST.replace("ffi-c", "sessions")
 
 
+def _workspace():
+    # The Cargo workspace: the checkout around ffi-python/, or rust/ in an sdist.
+    return os.path.dirname(os.path.abspath(os.path.join(HERE, RUNTIME_MANIFEST, "..")))
+
+
+def _packaging(name):
+    # A module of the workspace's packaging/ folder (shared with `make install`).
+    sys.path.insert(0, os.path.join(_workspace(), "packaging"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
+def _native_files(pkg_dir):
+    names = (*LIB_NAMES.values(), "rffi-worker", os.path.join("examples", "libc_plugin.so"))
+    return [p for p in (os.path.join(pkg_dir, n) for n in names) if os.path.isfile(p)]
+
+
 class BuildRust(_build_rust):
     # The loader looks for exactly these names next to rffi/__init__.py; setuptools-rust would
     # otherwise name it like an extension module (librffi.cpython-311-x86_64-linux-gnu.so).
@@ -48,20 +69,34 @@ class BuildRust(_build_rust):
     # the installed package (`python -m rffi --cmakedir`; packaging/install_files.py).
     def run(self):
         super().run()
-        root = os.path.dirname(os.path.abspath(os.path.join(HERE, RUNTIME_MANIFEST, "..")))
-        sys.path.insert(0, os.path.join(root, "packaging"))
-        try:
-            import install_files
-        finally:
-            sys.path.pop(0)
+        root = _workspace()
+        install_files = _packaging("install_files")
         pkg_dir = os.path.dirname(self.get_dylib_ext_path(None, "rffi.librffi"))
         install_files.write_layout(pkg_dir, install_files.WHEEL_LAYOUT, lib=None, root=root)
+        # The C example plugin (examples/c-plugin), so that the README's tour runs anywhere.
+        example = os.path.join(pkg_dir, "examples", "libc_plugin.so")
+        os.makedirs(os.path.dirname(example), exist_ok=True)
+        subprocess.run(
+            [os.environ.get("CC", "cc"), "-std=c99", "-O2", "-shared", "-fPIC"]
+            + [
+                "-I" + os.path.join(root, "include"),
+                os.path.join(root, "examples", "c-plugin", "plugin.c"),
+            ]
+            + ["-o", example],
+            check=True,
+        )
+        if not self.inplace:  # editable installs keep debug info for local debugging
+            _packaging("wheel_tools").strip(_native_files(pkg_dir))
 
 
 class BdistWheel(_bdist_wheel):
     # Pure Python over a plain shared library: any CPython 3 on this platform.
+    # The platform is the manylinux one the built binaries allow (packaging/wheel_tools.py).
     def get_tag(self):
         _, _, plat = super().get_tag()
+        native = _native_files(os.path.join(self.bdist_dir, "rffi"))
+        if native:
+            plat = _packaging("wheel_tools").platform_tag(native, plat)
         return "py3", "none", plat
 
 
