@@ -5,6 +5,12 @@
 //! Each quantity is kept under 2^63 bytes: `numel · itemsize`, every dimension's reach
 //! `stride · (dim − 1) · itemsize`, their sum (the negative and positive reaches apart), and the
 //! sum plus `byte_offset`. Sizes are counted in bits, so sub-byte elements need no special case.
+//!
+//! Also the rest of the shape and stride arithmetic: element counts, compact strides, contiguity
+//! and alignment.
+
+use crate::abi::{kDLCUDAHost, kDLCUDAManaged, kDLROCM, kDLROCMHost};
+use core::ffi::c_void;
 
 /// The most bytes any of the quantities may span, in bits.
 const LIMIT_BITS: i128 = i64::MAX as i128 * 8;
@@ -26,7 +32,7 @@ pub(crate) fn byte_extent(
         ));
     }
     let bits = i128::from(elem_bits);
-    let numel = super::checked_numel(shape)
+    let numel = checked_numel(shape)
         .ok_or_else(|| format!("`{prefix}shape` {shape:?} has more than 2^63-1 elements"))?;
     if i128::from(numel) * bits > LIMIT_BITS {
         return Err(format!(
@@ -81,6 +87,66 @@ pub(crate) fn byte_extent(
         (base + lo).div_euclid(8) as i64,
         (base + hi + 7).div_euclid(8) as i64,
     )))
+}
+
+/// Compact row-major strides (in elements). Dimensions of size 0 count as 1, as PyTorch does, and
+/// the product saturates: both only matter for tensors without elements, where any stride is valid.
+pub(crate) fn fill_compact_strides(shape: &[i64], strides: &mut [i64]) {
+    let mut acc: i64 = 1;
+    for (st, &dim) in strides.iter_mut().zip(shape).rev() {
+        *st = acc;
+        acc = acc.saturating_mul(dim.max(1));
+    }
+}
+
+/// Number of elements, or `None` if it does not fit in i64. Dimensions must be non-negative.
+pub(crate) fn checked_numel(shape: &[i64]) -> Option<i64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))
+}
+
+/// Contiguity as tvm-ffi and PyTorch define it: compact row-major strides, ignoring dimensions of
+/// size 1 (their stride is arbitrary); a tensor without elements is contiguous.
+pub(crate) fn is_contiguous_parts(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for (&dim, &st) in shape.iter().zip(strides).rev() {
+        if dim == 1 {
+            continue;
+        }
+        if st != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(dim);
+    }
+    true
+}
+
+/// Whether `data + byte_offset` of a tensor on `device` is aligned: by address on devices whose
+/// pointers are addresses, by `byte_offset` alone on the others (OpenCL, Vulkan, ... hand out
+/// opaque handles), as tvm-ffi checks it.
+pub(crate) fn is_aligned_parts(
+    data: *mut c_void,
+    byte_offset: u64,
+    device: i32,
+    alignment: usize,
+) -> bool {
+    if alignment <= 1 {
+        return true;
+    }
+    let direct = device <= kDLCUDAHost
+        || device == kDLCUDAManaged
+        || device == kDLROCM
+        || device == kDLROCMHost;
+    if direct {
+        (data as usize as u64).wrapping_add(byte_offset) % alignment as u64 == 0
+    } else {
+        byte_offset % alignment as u64 == 0
+    }
 }
 
 #[cfg(test)]
