@@ -18,9 +18,9 @@ import os
 import sys
 import weakref
 
-from ._core import get_global_func, register_global_func
 from ._dtype import device as _device
 from ._dtype import dtype as _dtype
+from ._function_registry import get_global_func, register_global_func
 
 __all__ = ["DFunction", "DModule", "DRef", "ProcessSession", "ThreadSession"]
 
