@@ -253,9 +253,11 @@ impl<'a> AnyView<'a> {
         }
     }
 
-    /// Borrows the object, if this is one.
+    /// Borrows the object, if this is one: a non-NULL pointer with the index of an object type.
+    /// An index no type has is not an object whatever its payload, so its payload is never read
+    /// as one (a caller's garbage would otherwise be dereferenced).
     pub fn as_object(&self) -> Option<&ObjectRef> {
-        if self.0.type_index >= kRFFIStaticObjectBegin && !self.0.v_obj_is_null() {
+        if crate::foreign::is_object_index(self.0.type_index) && !self.0.v_obj_is_null() {
             // SAFETY: ObjectRef is repr(transparent) over a non-null pointer, the same bits as
             // `v_obj`; the object outlives the view and the reference is never dropped through
             // this borrow.

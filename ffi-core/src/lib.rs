@@ -24,11 +24,13 @@ pub mod map;
 pub mod module;
 pub mod object;
 pub mod plugin;
+pub mod reflection;
 pub mod shape;
 pub mod stream;
 pub mod string;
 pub mod tensor;
 mod testing;
+mod testing_types;
 pub mod type_registry;
 
 pub use any::{Any, AnyView, FromAny, OpaquePtr, TypeMismatch};

@@ -20,23 +20,22 @@ passed.
 
 from __future__ import annotations
 
-from . import _lib
-from ._core import (
-    Array,
-    Function,
-    Map,
-    Shape,
-    convert,
+from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+from ._container import Array, Map
+from ._convert import convert
+from ._dtype import DataType, Device, device, dtype
+from ._error import Error, register_error
+from ._function import Function
+from ._function_registry import (
     get_global_func,
     init_ffi_api,
     list_global_func_names,
     register_global_func,
     remove_global_func,
 )
-from ._dtype import DataType, Device, device, dtype
-from ._error import Error, register_error
 from ._module import Module, load_module
 from ._object import Object
+from ._shape import Shape
 from ._tensor import Tensor, from_dlpack
 from .session import DFunction, DModule, DRef, ProcessSession, ThreadSession
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import struct
 
+from . import _layout as L
 from . import _lib
 
 # DLPack device types and their canonical names, in DLPack order (as the runtime prints them).
@@ -167,7 +168,7 @@ def _print_dtype(code: int, bits: int, lanes: int) -> str:
     if ti == _lib.kSmallStr:
         text = bytes(out)[8 : 8 + length].decode("utf-8")
     elif ti == _lib.kStr:
-        data, size = _unpack_ba(ctypes.string_at(payload + 24, 16))
+        data, size = _unpack_ba(ctypes.string_at(payload + L.STR_DATA, 16))
         text = ctypes.string_at(data, size).decode("utf-8")
         _lib.ObjectDecRef(payload)
     else:  # pragma: no cover - the runtime always returns a string here

@@ -20,6 +20,7 @@ import struct
 import threading
 import types
 
+from . import _layout as L
 from . import _lib
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
@@ -285,7 +286,7 @@ def take_raised_exception() -> BaseException:
     err = wrap_new(Error, handle, _lib.kError)
     # Kind and message straight from the Error cell (two RFFIByteArray at offset 24), which is
     # the ABI; this path is the cost of every raise, so it saves the two accessor calls.
-    kind_data, kind_size, msg_data, msg_size = _unpack_cell(_string_at(handle + 24, 32))
+    kind_data, kind_size, msg_data, msg_size = _unpack_cell(_string_at(handle + L.ERROR_KIND, 32))
     kind = _string_at(kind_data, kind_size).decode("utf-8", "replace") if kind_size else ""
     message = _string_at(msg_data, msg_size).decode("utf-8", "replace") if msg_size else ""
     exc = _new_exception(kind or "RuntimeError", message, err)
@@ -319,8 +320,8 @@ _UPDATE_BACKTRACE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, cty
 
 
 def _append_backtrace(handle: int, text: bytes) -> bool:
-    """Appends frames to an Error through its cell's ``update_backtrace`` (offset 24 + 48)."""
-    fn = ctypes.c_void_p.from_address(handle + 72).value
+    """Appends frames to an Error through its cell's ``update_backtrace``."""
+    fn = ctypes.c_void_p.from_address(handle + L.ERROR_UPDATE_BACKTRACE).value
     if not fn or not text:
         return bool(fn)
     ba = _byte_array(text)
@@ -369,3 +370,22 @@ def _sweep() -> None:
             if _read_u64(handle).value & 0xFFFFFFFF <= 1:
                 _PY_ERRORS.pop(handle, None)
         _PY_ERRORS_SWEEP_AT = max(256, 2 * len(_PY_ERRORS))
+
+
+def callback_failed(exc: BaseException) -> None:
+    """Raises a callback's exception in the runtime as an Error (the native callback path)."""
+    try:
+        set_raised_from_python(exc)
+    except BaseException:  # pragma: no cover - conversion of the exception itself failed
+        _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
+
+
+def error_from_exception(exc: BaseException) -> Error:
+    """The Error object for a Python exception (the one it came from, if any)."""
+    err = getattr(exc, "__rffi_error__", None)
+    if isinstance(err, Error) and err._h:
+        return err
+    kind = _CLASS_TO_KIND.get(type(exc)) or type(exc).__name__
+    err = Error(kind, str(exc), _format_frames(exc.__traceback__, None))
+    exc.__rffi_error__ = err
+    return err

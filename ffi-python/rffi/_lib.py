@@ -147,9 +147,7 @@ def _fn_addr(name, restype, argtypes):
 
 ErrorMoveFromRaisedAt = _fn_addr("RFFIErrorMoveFromRaised", None, [c_void_p])
 ErrorGetBacktraceAt = _fn_addr("RFFIErrorGetBacktrace", c_int32, [c_void_p, c_void_p])
-FunctionCreateAt = _fn_addr(
-    "RFFIFunctionCreate", c_int32, [c_void_p, c_void_p, c_void_p, c_void_p]
-)
+FunctionCreateAt = _fn_addr("RFFIFunctionCreate", c_int32, [c_void_p, c_void_p, c_void_p, c_void_p])
 
 SAFE_CALL = ctypes.CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int32, c_void_p)
 DELETER = ctypes.CFUNCTYPE(None, c_void_p)

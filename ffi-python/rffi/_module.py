@@ -6,8 +6,10 @@ import ctypes
 import os
 
 from . import _lib
-from ._core import Array, Function, _wrap_function, get_global_func
+from ._container import Array
 from ._error import take_raised_exception
+from ._function import Function, wrap_function
+from ._function_registry import get_global_func
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 
@@ -39,7 +41,7 @@ class Module(Object):
             if allow_missing:
                 return None
             raise AttributeError(f"module {self.path!r} has no function {name!r}")
-        f = _wrap_function(out.value, name)
+        f = wrap_function(out.value, name)
         cache[name] = f
         return f
 

@@ -6,8 +6,10 @@ one runtime of the process through the loader's table. At import this module han
 stable-ABI entry points it needs (their addresses, resolved from ``ctypes.pythonapi``; it never
 links libpython), then the library makes the Function class (see ``make_function_type``). A call
 then converts the common arguments (None, bool, int, float, str, bytes, runtime objects) and
-results (None, int, bool, float, str) in Rust; every other kind goes through ``_core``'s Python
-rules (the *fallback*), so the rules and their errors stay in one place.
+results (None, int, bool, float, str) in Rust, and reads the conversion table (``_convert``) for
+every other argument: kinds with a native code (subclasses of those types, runtime objects, DLPack
+producers, callables) are converted in Rust too, the others by the table's Python setters (the
+*fallback*), so the rules and their errors stay in one place.
 
 Used on CPython >= 3.10 with the GIL (not free-threaded builds, not PyPy), when every symbol is
 found and the native library is installed; otherwise, or with ``RFFI_PYTHON_FASTPATH=0`` in the
@@ -129,31 +131,20 @@ def _slot_offsets(object_class: type) -> tuple:
         probe._h = 0
 
 
-def make_function_type(
-    base: type,
-    fallback,
-    take_raised,
-    decode,
-    setters,
-    set_object,
-    object_class: type,
-    dlpack_cell,
-    callback_hooks,
-) -> type:
+def make_function_type(base: type, hooks: dict) -> type:
     """The Function class of the fast path: a subclass of ``base`` (the ctypes-path class, whose
-    methods it inherits) called through vectorcall.
+    methods it inherits) called through vectorcall. ``hooks`` names what the native code calls
+    back into (``_function`` passes them):
 
     * ``fallback(self, *args, **kwargs)``: the full Python call path, for what Rust leaves alone;
     * ``take_raised()``: the exception to raise for this thread's raised Error;
     * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
-    * ``setters``: the dict of exact argument type -> setter; types mapped to ``set_object``
-      pass their ``(_ti, _h)`` as they are (read in place from ``object_class``'s slots);
-    * ``dlpack_cell``: a one-item list holding the setter of DLPack producers; host-memory
-      producers mapped to it (numpy) are exported and imported natively, and types publishing
-      ``__dlpack_c_exchange_api__`` (torch) through that API;
-    * ``callback_hooks``: ``(decode_arg, write_owned, callback_failed)`` for Functions made from
-      Python callables (``function_from_callable``): a borrowed argument ``(type_word, payload)``
-      as a Python value, a result stored at an address, an exception raised as the Error.
+    * ``table`` and ``resolve(type)``: the conversion table (``_convert.TABLE``) and the
+      resolution of a type not in it (``_convert.kind_of``);
+    * ``object_type``: the Object class, whose ``_h``/``_ti`` slots are read in place;
+    * ``decode_arg``, ``write_owned``, ``callback_failed``: for Functions made from Python
+      callables (a borrowed argument as a Python value, a result stored at an address, an
+      exception raised as the Error).
     """
     size = base.__basicsize__
     if size % 8:  # pragma: no cover - every CPython layout is pointer-aligned
@@ -161,9 +152,8 @@ def make_function_type(
     make = _PYDLL.rffi_python_make_function_type
     make.restype = ctypes.py_object
     make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
-    handle_slot, tidx_slot = _slot_offsets(object_class)
-    hooks = (fallback, take_raised, decode, setters, set_object, object_class)
-    return make((base,), size, (*hooks, handle_slot, tidx_slot, dlpack_cell, *callback_hooks))
+    handle_slot, tidx_slot = _slot_offsets(hooks["object_type"])
+    return make((base,), size, dict(hooks, handle_slot=handle_slot, tidx_slot=tidx_slot))
 
 
 def object_entry(name: str):

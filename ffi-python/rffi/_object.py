@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy as _copy
 import ctypes
 
+from . import _layout as L
 from . import _lib
 
 _DecRef = _lib.ObjectDecRef
@@ -146,4 +147,4 @@ def wrap_new(cls, handle: int, tidx: int):
 
 def header_type_index(handle: int) -> int:
     """The type index stored in an object's header."""
-    return _read_i32(handle + 8).value
+    return _read_i32(handle + L.OBJ_TYPE_INDEX).value

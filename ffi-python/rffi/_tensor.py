@@ -13,10 +13,12 @@ import operator
 import struct
 import sys
 
-from . import _core, _lib, _native
+from . import _convert, _lib, _native
+from . import _layout as L
 from ._dtype import DataType, Device
 from ._dtype import dtype as _dtype
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
+from ._function import FASTPATH
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 _api = ctypes.pythonapi
@@ -57,7 +59,7 @@ class Tensor(Object):
     __slots__ = ()
 
     def _dl(self):
-        return _DLTENSOR_FMT.unpack(ctypes.string_at(self._h + 24, 48))
+        return _DLTENSOR_FMT.unpack(ctypes.string_at(self._h + L.TENSOR_DL, L.DLTENSOR_SIZE))
 
     @property
     def shape(self) -> tuple:
@@ -214,9 +216,9 @@ def _capsule_deleter(capsule, name, deleter_offset):
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # DLManagedTensor: deleter at 56 (after DLTensor and manager_ctx); versioned: at 16.
-_CAPSULE_DELETER = _CAPSULE_DESTRUCTOR(lambda c: _capsule_deleter(c, _DLTENSOR, 56))
+_CAPSULE_DELETER = _CAPSULE_DESTRUCTOR(lambda c: _capsule_deleter(c, _DLTENSOR, L.MANAGED_DELETER))
 _CAPSULE_DELETER_VERSIONED = _CAPSULE_DESTRUCTOR(
-    lambda c: _capsule_deleter(c, _DLTENSOR_VERSIONED, 16)
+    lambda c: _capsule_deleter(c, _DLTENSOR_VERSIONED, L.VERSIONED_DELETER)
 )
 _CAPSULE_DELETER_ADDR = ctypes.cast(_CAPSULE_DELETER, ctypes.c_void_p).value
 _CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes.c_void_p).value
@@ -252,7 +254,7 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
 
 
 # The fast path's import of the producers it handles natively; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _native.object_entry("rffi_python_from_dlpack") if _core.FASTPATH else None
+_NATIVE_FROM_DLPACK = _native.object_entry("rffi_python_from_dlpack") if FASTPATH else None
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
@@ -282,8 +284,8 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
         except TypeError:  # a producer older than DLPack 1.0 takes no max_version
             capsule = dlpack()
     h = _consume_capsule(capsule, require_alignment, require_contiguous)
-    if capsule is not obj and type(obj) not in _core._SETTERS:
-        _core._resolve_setter(type(obj))  # learns the type's rule: next time, natively
+    if capsule is not obj:
+        _convert.kind_of(type(obj))  # learns the type's rule: next time, natively
     return wrap_new(Tensor, h, _lib.kTensor)
 
 
@@ -336,13 +338,13 @@ def _allocator_of(t) -> int:
         table = _PyCapsule_GetPointer(api, _EXCHANGE_API)
         # DLPackExchangeAPI: version {major, minor} at 0; managed_tensor_allocator at 16.
         if table and ctypes.c_uint32.from_address(table).value == 1:
-            alloc = _read_ptr(table + 16).value or 0
+            alloc = _read_ptr(table + L.EXCHANGE_API_ALLOCATOR).value or 0
     _ALLOCATORS[t] = alloc
     return alloc
 
 
-def _set_dlpack(value, fr, i):
-    """Setter for DLPack producers passed directly as arguments (zero copy)."""
+def set_dlpack(value, fr, i):
+    """The setter of DLPack producers passed directly as arguments (zero copy)."""
     t = from_dlpack(value)
     q = fr[1]
     q[i] = _lib.kTensor
@@ -359,6 +361,4 @@ def _set_dlpack(value, fr, i):
     return t
 
 
-_core._DLPACK_SETTER[0] = _set_dlpack
-_core.AFTER_CALL_TYPES.add(_CallEnv)
-_core._OBJ_DECODERS.pop(_lib.kTensor, None)
+_convert.AFTER_CALL_TYPES.add(_CallEnv)

@@ -8,7 +8,7 @@
 //! `set_raised_from_python` rules, so the Error, its identity across nesting and the Python frames
 //! in its backtrace are the same as with the ctypes trampoline.
 
-use super::call::{call2, plain_to_python};
+use super::convert::{call2, plain_to_python};
 use super::cpython::*;
 use super::{hooks, Hooks};
 use rffi_core::abi::*;

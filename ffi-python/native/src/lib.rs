@@ -18,11 +18,13 @@
 //! Everything here runs with the GIL held (the entry points are called from the interpreter or
 //! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
 //! `release_gil` is false.
-#![allow(clippy::missing_safety_doc, non_snake_case)]
+#![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
 
 mod call;
 mod callback;
+mod convert;
 mod cpython;
+mod function_type;
 pub mod runtime;
 mod tensors;
 
@@ -32,7 +34,8 @@ use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The Python objects a Function type calls back into, and its field offset (see `call`).
+/// The Python objects a Function type calls back into (the package's `rffi/_native.py` hands
+/// them over by name), and its field offsets.
 pub(crate) struct Hooks {
     /// The runtime's entry points (the loader's table).
     pub rt: &'static RFFIHostApi,
@@ -40,27 +43,21 @@ pub(crate) struct Hooks {
     pub func_type: PyObj,
     /// `fallback(self, *args, **kwargs)`: the package's full call path.
     pub fallback: PyObj,
-    /// `take_raised_exception()`: the exception for this thread's raised Error.
+    /// `take_raised()`: the exception for this thread's raised Error.
     pub take_raised: PyObj,
-    /// `decode(type_word, payload)`: a result value the fast path does not convert; takes over an
-    /// object result's reference.
+    /// `decode(type_word, payload)`: a result value the native path does not convert; takes over
+    /// an object result's reference.
     pub decode: PyObj,
-    /// The package's dict of exact type -> argument setter.
-    pub setters: PyObj,
-    /// The setter of runtime objects: arguments whose type maps to it pass `(_tidx, _handle)`.
-    pub set_object: PyObj,
-    /// A one-item list holding the setter of DLPack producers (set when `rffi._tensor` loads):
-    /// arguments whose type maps to it are imported through a native `__dlpack__` call.
-    pub dlpack_setter: PyObj,
+    /// The conversion table (exact type -> kind, an int whose value is the native code), and
+    /// `resolve(type)`: the kind of a type not in it yet.
+    pub table: PyObj,
+    pub resolve: PyObj,
     /// Callback Functions (`callback`): `decode_arg(type_word, payload)` makes a borrowed
     /// argument a Python value, `write_owned(value, result_address)` stores a result,
     /// `callback_failed(exc)` raises an exception as the thread's Error.
     pub decode_arg: PyObj,
     pub write_owned: PyObj,
     pub callback_failed: PyObj,
-    /// The setter of Python callables: arguments whose type maps to it become callback
-    /// Functions made here.
-    pub set_callable: PyObj,
     /// The package's Object class, and the byte offsets of its `_h` and `_ti` slots.
     pub object_type: PyObj,
     pub handle_slot: usize,
@@ -82,22 +79,6 @@ pub(crate) struct Hooks {
 unsafe impl Sync for Hooks {}
 // SAFETY: as above.
 unsafe impl Send for Hooks {}
-
-impl Hooks {
-    /// The current DLPack setter (borrowed), or NULL.
-    ///
-    /// # Safety
-    /// GIL held.
-    pub(crate) unsafe fn dlpack_setter(&self, api: &Api) -> PyObj {
-        // SAFETY: GIL held; `dlpack_setter` is the package's one-item list.
-        let s = unsafe { (api.PyList_GetItem)(self.dlpack_setter, 0) };
-        if s.is_null() {
-            // SAFETY: GIL held; an IndexError for an emptied list: no setter.
-            unsafe { (api.PyErr_Clear)() };
-        }
-        s
-    }
-}
 
 static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -148,13 +129,11 @@ pub unsafe extern "C" fn rffi_python_init(
 /// Builds the `rffi.Function` class of the native path and returns a new reference to it, or
 /// NULL with a Python exception set. `bases` is a tuple holding the package's Python Function
 /// class (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
-/// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` the tuple
-/// `(fallback, take_raised_exception, decode, setters, set_object, Object, handle_slot,
-/// tidx_slot, dlpack_setter, decode_arg, write_owned, callback_failed, set_callable)` described in
-/// the package's `rffi/_native.py` (`handle_slot` and `tidx_slot`: byte offsets of the `_h` and
-/// `_ti` slots in an `Object` instance; `dlpack_setter`: a one-item list holding the setter of
-/// DLPack producers; the last four serve callback Functions). Instances expose the members `_h`,
-/// `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
+/// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` a dict of the
+/// package's functions and facts by name (`fallback`, `take_raised`, `decode`, `table`,
+/// `resolve`, `object_type`, `decode_arg`, `write_owned`, `callback_failed`, `handle_slot`,
+/// `tidx_slot`; see [`Hooks`] and the package's `rffi/_native.py`). Instances expose the members
+/// `_h`, `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
 /// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
@@ -171,7 +150,9 @@ pub unsafe extern "C" fn rffi_python_make_function_type(
     };
     let made = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the same contract, forwarded.
-        unsafe { call::make_function_type(api, rt, bases.cast(), base_basicsize, hooks.cast()) }
+        unsafe {
+            function_type::make_function_type(api, rt, bases.cast(), base_basicsize, hooks.cast())
+        }
     }));
     match made {
         Ok(p) => p.cast(),

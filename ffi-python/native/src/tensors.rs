@@ -154,10 +154,10 @@ const USED_LEGACY: &std::ffi::CStr = c"used_dltensor";
 
 /// What a call imported and set, undone by `release` (or on drop).
 pub(super) struct Imports {
-    tensors: [RFFIObjectHandle; super::call::MAX_ARGS],
+    tensors: [RFFIObjectHandle; super::convert::MAX_ARGS],
     n_tensors: usize,
     /// (device type, device id, previous stream) for each device whose stream was set.
-    streams: [(i32, i32, *mut c_void); super::call::MAX_ARGS],
+    streams: [(i32, i32, *mut c_void); super::convert::MAX_ARGS],
     n_streams: usize,
     /// The allocator in effect before the first tensor's producer installed its own.
     allocator: Option<RFFIDLPackManagedTensorAllocator>,
@@ -174,9 +174,9 @@ pub(super) enum ImportError {
 impl Imports {
     pub(super) fn new(rt: &'static RFFIHostApi) -> Imports {
         Imports {
-            tensors: [std::ptr::null_mut(); super::call::MAX_ARGS],
+            tensors: [std::ptr::null_mut(); super::convert::MAX_ARGS],
             n_tensors: 0,
-            streams: [(0, 0, std::ptr::null_mut()); super::call::MAX_ARGS],
+            streams: [(0, 0, std::ptr::null_mut()); super::convert::MAX_ARGS],
             n_streams: 0,
             allocator: None,
             rt,
@@ -439,8 +439,9 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
         if let Some(x) = api_of(api, h, t) {
             import_exchange(api, h.rt, x, obj, 0).map(|(handle, _)| Some(handle))
         } else {
-            let setter = (api.PyDict_GetItem)(h.setters, t);
-            if !setter.is_null() && setter == h.dlpack_setter(api) {
+            // A type the package's conversion table knows as a DLPack producer.
+            let kind = (api.PyDict_GetItem)(h.table, t);
+            if !kind.is_null() && (api.PyLong_AsLongLong)(kind) == super::convert::native::DLPACK {
                 import_dlpack(api, h, obj, t)
             } else {
                 Ok(None)

@@ -1,0 +1,292 @@
+//! The `rffi.Function` type of the native path: a heap type built through `PyType_FromSpec`,
+//! whose instances are called through vectorcall (see `call`).
+//!
+//! An instance is the package's Python Function layout (`fields` bytes) followed by
+//! [`Fields`]. The `_h` and `_ti` members of the native type shadow the Python slots of the
+//! same names, so Python code reads and writes the native fields.
+#![allow(non_upper_case_globals)]
+
+use super::call::vectorcall;
+use super::cpython::*;
+use super::{hooks, publish_hooks, Hooks};
+use rffi_core::abi::*;
+use std::ffi::{c_int, c_void, CStr};
+use std::panic::catch_unwind;
+
+/// The native part of an instance.
+#[repr(C)]
+pub(super) struct Fields {
+    pub vectorcall: VectorcallFunc,
+    /// The Function object (owned; released by the Python base class's `__del__`), or 0.
+    pub handle: i64,
+    pub type_index: i32,
+    /// Non-zero: the native call runs with the GIL released (the default).
+    pub release_gil: u8,
+    _pad: [u8; 3],
+}
+
+const _: () = assert!(core::mem::size_of::<Fields>() == 24);
+
+const fn member(
+    name: &'static std::ffi::CStr,
+    type_code: c_int,
+    offset: isize,
+    flags: c_int,
+) -> PyMemberDef {
+    PyMemberDef {
+        name: name.as_ptr(),
+        type_code,
+        offset,
+        flags,
+        doc: std::ptr::null(),
+    }
+}
+
+/// The package's hooks (a dict, see `rffi/_native.py`): the borrowed value of `name`, or NULL
+/// with a TypeError naming the missing key.
+///
+/// # Safety
+/// GIL held; `hooks` a live dict.
+unsafe fn hook(api: &Api, hooks: PyObj, name: &CStr) -> PyObj {
+    // SAFETY: GIL held; a new interned key, released here; a borrowed lookup.
+    unsafe {
+        let key = (api.PyUnicode_InternFromString)(name.as_ptr());
+        if key.is_null() {
+            return key;
+        }
+        let v = (api.PyDict_GetItem)(hooks, key);
+        (api.Py_DecRef)(key);
+        if v.is_null() {
+            let msg = format!("rffi: the native path's hooks lack {name:?}\0");
+            (api.PyErr_SetString)(api.PyExc_TypeError, msg.as_ptr().cast());
+        }
+        v
+    }
+}
+
+/// # Safety
+/// GIL held; `bases` a tuple, `hooks` a dict as documented on `rffi_python_make_function_type`.
+pub(super) unsafe fn make_function_type(
+    api: &'static Api,
+    rt: &'static RFFIHostApi,
+    bases: PyObj,
+    base_basicsize: i64,
+    hooks_dict: PyObj,
+) -> PyObj {
+    let fail = |msg: &CStr| {
+        // SAFETY: GIL held; static message.
+        unsafe { (api.PyErr_SetString)(api.PyExc_TypeError, msg.as_ptr()) };
+        std::ptr::null_mut()
+    };
+    if bases.is_null() || hooks_dict.is_null() {
+        return fail(c"rffi: rffi_python_make_function_type needs bases and hooks");
+    }
+    if !(16..=1 << 20).contains(&base_basicsize) || base_basicsize % 8 != 0 {
+        return fail(c"rffi: implausible base __basicsize__");
+    }
+    const NAMES: [&CStr; 11] = [
+        c"fallback",
+        c"take_raised",
+        c"decode",
+        c"table",
+        c"resolve",
+        c"object_type",
+        c"decode_arg",
+        c"write_owned",
+        c"callback_failed",
+        c"handle_slot",
+        c"tidx_slot",
+    ];
+    let mut items = [std::ptr::null_mut(); NAMES.len()];
+    for (item, name) in items.iter_mut().zip(NAMES) {
+        // SAFETY: GIL held; the hooks are a dict per the contract (a lookup in anything else
+        // fails with an error set).
+        *item = unsafe { hook(api, hooks_dict, name) };
+        if item.is_null() {
+            return std::ptr::null_mut();
+        }
+    }
+    // SAFETY: GIL held; borrowed ints.
+    let (handle_slot, tidx_slot) = unsafe {
+        (
+            (api.PyLong_AsLongLong)(items[9]),
+            (api.PyLong_AsLongLong)(items[10]),
+        )
+    };
+    let slot_ok = |o: i64| o >= 8 && o % 8 == 0 && o + 8 <= base_basicsize;
+    if !slot_ok(handle_slot) || !slot_ok(tidx_slot) {
+        // SAFETY: GIL held; a failed conversion may have raised.
+        unsafe { (api.PyErr_Clear)() };
+        return fail(c"rffi: implausible Object slot offsets");
+    }
+    let base = base_basicsize as usize;
+    // The member table (offsets from the instance start): leaked, as the type may refer to it
+    // for its whole life on some versions; built once per type (normally once per process).
+    // `_h`/`_ti` are the package's own names for the fields; `_handle`/`_tidx`, what users
+    // read, are read-only (a replaced handle would be released or passed without a reference).
+    let members: &'static mut [PyMemberDef; 7] = Box::leak(Box::new([
+        member(c"__vectorcalloffset__", T_PYSSIZET, base as isize, READONLY),
+        member(c"_h", T_LONGLONG, (base + 8) as isize, 0),
+        member(c"_ti", T_INT, (base + 16) as isize, 0),
+        member(c"_handle", T_LONGLONG, (base + 8) as isize, READONLY),
+        member(c"_tidx", T_INT, (base + 16) as isize, READONLY),
+        member(c"release_gil", T_BOOL, (base + 20) as isize, 0),
+        PyMemberDef {
+            name: std::ptr::null(),
+            type_code: 0,
+            offset: 0,
+            flags: 0,
+            doc: std::ptr::null(),
+        },
+    ]));
+    let members = members.as_mut_ptr();
+    let mut slots = [
+        PyType_Slot {
+            slot: Py_tp_call,
+            pfunc: api.PyVectorcall_Call as *mut c_void,
+        },
+        PyType_Slot {
+            slot: Py_tp_new,
+            pfunc: tp_new as *mut c_void,
+        },
+        PyType_Slot {
+            slot: Py_tp_members,
+            pfunc: members.cast(),
+        },
+        PyType_Slot {
+            slot: Py_tp_doc,
+            pfunc: c"A callable runtime function (native call path).".as_ptr() as *mut c_void,
+        },
+        PyType_Slot {
+            slot: 0,
+            pfunc: std::ptr::null_mut(),
+        },
+    ];
+    let mut spec = PyType_Spec {
+        name: c"rffi.Function".as_ptr(),
+        basicsize: (base + core::mem::size_of::<Fields>()) as c_int,
+        itemsize: 0,
+        flags: Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
+        slots: slots.as_mut_ptr(),
+    };
+    // SAFETY: GIL held; a complete spec whose arrays outlive the call.
+    let ty = unsafe { (api.PyType_FromSpecWithBases)(&mut spec, bases) };
+    if ty.is_null() {
+        return ty;
+    }
+    // SAFETY: GIL held; the hook items are borrowed, then kept with our own references, which
+    // stay for the life of the process.
+    unsafe {
+        let keep = |o: PyObj| {
+            (api.Py_IncRef)(o);
+            o
+        };
+        let handle_name = (api.PyUnicode_InternFromString)(c"_handle".as_ptr());
+        let tidx_name = (api.PyUnicode_InternFromString)(c"_tidx".as_ptr());
+        let exchange_name = (api.PyUnicode_InternFromString)(c"__dlpack_c_exchange_api__".as_ptr());
+        let dlpack_name = (api.PyUnicode_InternFromString)(c"__dlpack__".as_ptr());
+        let dlpack_kwargs = dlpack_kwargs(api);
+        let empty_tuple = (api.PyTuple_New)(0);
+        let made = [
+            handle_name,
+            tidx_name,
+            exchange_name,
+            dlpack_name,
+            dlpack_kwargs,
+            empty_tuple,
+        ];
+        if made.iter().any(|o| o.is_null()) {
+            (api.Py_DecRef)(ty);
+            return std::ptr::null_mut();
+        }
+        (api.Py_IncRef)(ty);
+        publish_hooks(Hooks {
+            rt,
+            func_type: ty,
+            fallback: keep(items[0]),
+            take_raised: keep(items[1]),
+            decode: keep(items[2]),
+            table: keep(items[3]),
+            resolve: keep(items[4]),
+            object_type: keep(items[5]),
+            decode_arg: keep(items[6]),
+            write_owned: keep(items[7]),
+            callback_failed: keep(items[8]),
+            handle_slot: handle_slot as usize,
+            tidx_slot: tidx_slot as usize,
+            handle_name,
+            tidx_name,
+            exchange_name,
+            dlpack_name,
+            dlpack_kwargs,
+            empty_tuple,
+            fields: base,
+        });
+    }
+    ty
+}
+
+/// `{"max_version": (1, 1)}`, the keywords of the `__dlpack__` calls, or NULL with an error set.
+///
+/// # Safety
+/// GIL held.
+unsafe fn dlpack_kwargs(api: &Api) -> PyObj {
+    // SAFETY: GIL held; PyTuple_SetItem steals the item references; everything made is released
+    // on failure.
+    unsafe {
+        let version = (api.PyTuple_New)(2);
+        if version.is_null() {
+            return version;
+        }
+        for k in 0..2 {
+            let v = (api.PyLong_FromLongLong)(1);
+            if v.is_null() || (api.PyTuple_SetItem)(version, k, v) != 0 {
+                (api.Py_DecRef)(version);
+                return std::ptr::null_mut();
+            }
+        }
+        let key = (api.PyUnicode_InternFromString)(c"max_version".as_ptr());
+        let kwargs = (api.PyDict_New)();
+        let ok =
+            !key.is_null() && !kwargs.is_null() && (api.PyDict_SetItem)(kwargs, key, version) == 0;
+        (api.Py_DecRef)(version);
+        if !key.is_null() {
+            (api.Py_DecRef)(key);
+        }
+        if !ok {
+            if !kwargs.is_null() {
+                (api.Py_DecRef)(kwargs);
+            }
+            return std::ptr::null_mut();
+        }
+        kwargs
+    }
+}
+
+#[inline(always)]
+pub(super) fn fields<'a>(h: &Hooks, o: PyObj) -> &'a mut Fields {
+    // SAFETY: callers pass instances of the Function type (or subclasses), whose native fields
+    // start at `h.fields`.
+    unsafe { &mut *o.cast::<u8>().add(h.fields).cast::<Fields>() }
+}
+
+/// `tp_new`: a zeroed instance with the vectorcall entry set (the base class's `__init__` fills
+/// the rest).
+unsafe extern "C" fn tp_new(ty: PyObj, _args: PyObj, _kwds: PyObj) -> PyObj {
+    let r = catch_unwind(|| {
+        let (Some(api), Some(h)) = (api(), hooks()) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: GIL held (a type slot); `ty` is the Function type or a subclass.
+        let o = unsafe { (api.PyType_GenericAlloc)(ty, 0) };
+        if !o.is_null() {
+            let f = fields(h, o);
+            f.vectorcall = vectorcall;
+            f.handle = 0;
+            f.type_index = kRFFIFunction;
+            f.release_gil = 1;
+        }
+        o
+    });
+    r.unwrap_or(std::ptr::null_mut())
+}

@@ -1,0 +1,110 @@
+"""Python callables as runtime Functions: native code calls back into Python.
+
+On the native fast path the native library makes the Function (``rffi_python_function_from_
+callable``): its context is the callable itself, and a call converts arguments and results with
+the same rules as here (``_decode``, the conversion table), without ctypes' callback thunk. On the
+ctypes path, ``RFFIFunctionCreate`` gets one module-wide CFUNCTYPE trampoline and deleter, and the
+context is a token mapping to the callable. Either way the callable is released when the runtime
+drops the Function, and an exception goes back as an Error (``_error.set_raised_from_python``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import sys
+
+from . import _function, _lib, _native
+from . import _layout as L
+from ._convert import write_owned
+from ._decode import decode_view
+from ._error import _TRAMPOLINE_CODE, set_raised_from_python, take_raised_exception
+from ._frame import SCRATCH, scratch
+
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+
+# token -> callable: the context of every function made from a Python callable on the ctypes
+# path. The token (not the PyObject address) is the context because it maps back to the callable
+# with one dict lookup, where a ctypes cast of an address to an object costs ~1 us. The deleter
+# removes the entry when the runtime drops the function, which releases the callable.
+CALLBACKS: dict = {}
+_next_token = itertools.count(1).__next__
+_get_recursion_limit = sys.getrecursionlimit
+_set_recursion_limit = sys.setrecursionlimit
+
+
+def _trampoline(token, args_ptr, nargs, result_ptr):
+    try:
+        f = CALLBACKS[token]
+        if nargs == 1:
+            r = f(decode_view(_string_at(args_ptr, 16), 0))
+        elif nargs:
+            raw = _string_at(args_ptr, 16 * nargs)
+            r = f(*[decode_view(raw, 16 * k) for k in range(nargs)])
+        else:
+            r = f()
+        if r is not None:
+            write_owned(r, result_ptr)
+        return 0
+    except BaseException as exc:  # everything, KeyboardInterrupt included, goes back as an Error
+        # A few frames of headroom: a RecursionError at the limit must itself be converted.
+        limit = _get_recursion_limit()
+        _set_recursion_limit(limit + 50)
+        try:
+            if type(exc) is ctypes.ArgumentError and "RecursionError" in str(exc):
+                # ctypes reports a RecursionError met while converting an argument of one of
+                # its calls as an ArgumentError: it is the caller's recursion, say so.
+                exc = RecursionError(f"maximum recursion depth exceeded ({exc})")
+            set_raised_from_python(exc)
+        except BaseException:  # pragma: no cover - conversion of the exception itself failed
+            _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
+        finally:
+            _set_recursion_limit(limit)
+        return -1
+
+
+_TRAMPOLINE_CODE[0] = _trampoline.__code__
+
+
+def _release_callback(token):
+    # Runs with the GIL (ctypes takes it for callbacks), on whatever thread dropped the function.
+    CALLBACKS.pop(token, None)
+
+
+# Module-wide so they live as long as any function made from them may be called.
+_TRAMPOLINE_FN = _lib.SAFE_CALL(_trampoline)
+_DELETER_FN = _lib.DELETER(_release_callback)
+_TRAMPOLINE_ADDR = ctypes.cast(_TRAMPOLINE_FN, ctypes.c_void_p).value
+_DELETER_ADDR = ctypes.cast(_DELETER_FN, ctypes.c_void_p).value
+_FunctionCreateAt = _lib.FunctionCreateAt
+
+# Functions made from Python callables natively; None on the ctypes path.
+_NATIVE_CALLBACK = (
+    _native.object_entry("rffi_python_function_from_callable") if _function.FASTPATH else None
+)
+
+
+def function_from_callable(f):
+    """A runtime Function that calls the Python callable ``f``."""
+    if isinstance(f, _function._CtypesFunction):
+        return f
+    name = getattr(f, "__qualname__", None) or repr(f)
+    if _NATIVE_CALLBACK is not None:
+        h = _NATIVE_CALLBACK(f)
+        if not h:
+            raise take_raised_exception()
+        return _function.wrap_function(h, name)
+    token = _next_token()
+    CALLBACKS[token] = f
+    # Plain addresses, no ctypes pointer objects: their argument checks would turn a
+    # RecursionError at the limit into a ctypes ArgumentError.
+    fr = scratch()
+    try:
+        if _FunctionCreateAt(token, _TRAMPOLINE_ADDR, _DELETER_ADDR, fr[3] + L.FRAME_RESULT) != 0:
+            CALLBACKS.pop(token, None)
+            raise take_raised_exception()
+        h = fr[1][2]
+        fr[1][2] = 0
+    finally:
+        SCRATCH.append(fr)
+    return _function.wrap_function(h, name)

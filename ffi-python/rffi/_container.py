@@ -1,0 +1,150 @@
+"""The containers: ``Array`` (``ffi.Array``) and ``Map`` (``ffi.Map``), immutable, holding any
+values; ``Shape`` values are plain tuples (``_shape``). Made through the runtime's ``ffi.*``
+functions, so their items go through the conversion table like any call argument."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Mapping, Sequence
+
+from . import _layout as L
+from . import _lib
+from ._decode import decode_view
+from ._function_registry import get_global_func
+from ._object import CLASS_OF_INDEX, Object, wrap_new
+
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+_unpack_QQ = struct.Struct("<QQ").unpack_from
+_read_i64 = ctypes.c_int64.from_address
+
+
+class Array(Object, Sequence):
+    """An immutable sequence of values (``ffi.Array``): ``len``, indexing (negative too), slicing
+    (to a list), iteration. ``rffi.Array([1, 2])`` makes one."""
+
+    __slots__ = ()
+
+    def __init__(self, items=()):
+        ti, h = _FFI_ARRAY._call_keep(*items)
+        self._h, self._ti = h, ti
+
+    def __len__(self) -> int:
+        return _read_i64(self._h + L.SEQ_SIZE).value
+
+    def __getitem__(self, index):
+        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(size))]
+        try:
+            i = index.__index__()
+        except AttributeError:
+            raise TypeError(
+                f"Array indices must be integers or slices, not {type(index).__name__}"
+            ) from None
+        if i < 0:
+            i += size
+        if not 0 <= i < size:
+            raise IndexError(f"Array index {index} out of range for length {size}")
+        return decode_view(_string_at(data + 16 * i, 16), 0)
+
+    def __iter__(self):
+        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
+        if not size:
+            return iter(())
+        raw = _string_at(data, 16 * size)
+        # Items are decoded up front: a lazy iterator would read memory owned by the array.
+        return iter([decode_view(raw, 16 * k) for k in range(size)])
+
+    def _value_form(self, what: str):
+        return Array, (list(self),)
+
+    def __repr__(self) -> str:
+        return f"Array({list(self)!r})"
+
+
+class Map(Object, Mapping):
+    """An immutable mapping in insertion order (``ffi.Map``): ``m[key]`` (KeyError when missing),
+    ``in``, ``len``, iteration over keys, ``keys()``, ``values()``, ``items()``, ``get()``.
+    ``rffi.Map({"a": 1})`` makes one."""
+
+    __slots__ = ()
+
+    def __init__(self, items=()):
+        if isinstance(items, Mapping):
+            items = items.items()
+        flat = []
+        for k, v in items:
+            flat.append(k)
+            flat.append(v)
+        ti, h = _FFI_MAP._call_keep(*flat)
+        self._h, self._ti = h, ti
+
+    def __len__(self) -> int:
+        return _FFI_MAP_SIZE(self)
+
+    def __getitem__(self, key):
+        return _FFI_MAP_GET(self, key)
+
+    def __contains__(self, key) -> bool:
+        try:
+            return _FFI_MAP_COUNT(self, key) != 0
+        except TypeError:  # an unhashable key is not in the map
+            return False
+
+    def get(self, key, default=None):
+        if key in self:
+            return self[key]
+        return default
+
+    def items(self) -> list:
+        flat = _FFI_MAP_ITEMS(self)
+        return list(zip(flat[0::2], flat[1::2]))
+
+    def keys(self) -> list:
+        return _FFI_MAP_ITEMS(self)[0::2]
+
+    def values(self) -> list:
+        return _FFI_MAP_ITEMS(self)[1::2]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def _value_form(self, what: str):
+        return Map, (self.items(),)
+
+    def __repr__(self) -> str:
+        return f"Map({dict(self.items())!r})"
+
+
+CLASS_OF_INDEX[_lib.kArray] = Array
+CLASS_OF_INDEX[_lib.kMap] = Map
+
+_FFI_ARRAY = get_global_func("ffi.Array")
+_FFI_MAP = get_global_func("ffi.Map")
+_FFI_MAP_SIZE = get_global_func("ffi.MapSize")
+_FFI_MAP_GET = get_global_func("ffi.MapGetItem")
+_FFI_MAP_COUNT = get_global_func("ffi.MapCount")
+_FFI_MAP_ITEMS = get_global_func("ffi.MapItems")
+_FFI_SHAPE = get_global_func("ffi.Shape")
+
+
+def make_array(items) -> Array:
+    """A new Array of ``items`` (a call of ``ffi.Array``)."""
+    return _FFI_ARRAY(*items)
+
+
+def make_map(mapping) -> Map:
+    """A new Map of a mapping's items, in order."""
+    flat = []
+    for k, v in mapping.items():
+        flat.append(k)
+        flat.append(v)
+    return _FFI_MAP(*flat)
+
+
+def make_shape(dims) -> Object:
+    """A new ``ffi.Shape`` object of ``dims`` (a Shape converts back to a tuple, so this is the
+    wrapper a call argument needs)."""
+    ti, h = _FFI_SHAPE._call_keep(*dims)
+    return wrap_new(Object, h, ti)

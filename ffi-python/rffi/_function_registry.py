@@ -1,0 +1,94 @@
+"""The function registry: global functions by name (``get_global_func``,
+``register_global_func``, ``remove_global_func``, ``list_global_func_names``, ``init_ffi_api``)."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+from . import _lib
+from ._callback import function_from_callable
+from ._error import take_raised_exception
+from ._frame import byte_array
+from ._function import _CtypesFunction, wrap_function
+from ._object import wrap_new
+
+_byref = ctypes.byref
+_c_void_p = ctypes.c_void_p
+
+
+def _name_bytes(name) -> bytes:
+    if not isinstance(name, str):
+        raise TypeError(f"a function name must be a str, got {type(name).__name__}")
+    return name.encode("utf-8")
+
+
+def get_global_func(name: str, allow_missing: bool = False):
+    """The global function ``name``; a missing name is a ValueError, or None with
+    ``allow_missing=True``."""
+    b = _name_bytes(name)
+    out = _c_void_p()
+    if _lib.FunctionGetGlobal(_byref(byte_array(b)), _byref(out)) != 0:
+        raise take_raised_exception()
+    if not out.value:
+        if allow_missing:
+            return None
+        raise ValueError(f"rffi: no global function named {name!r}")
+    return wrap_function(out.value, name)
+
+
+def register_global_func(func_name, f=None, override: bool = False):
+    """Registers ``f`` (a Python callable or a Function) as the global ``func_name``; with no ``f``,
+    a decorator. Returns ``f``. An existing name is a KeyError unless ``override``."""
+    if callable(func_name) and f is None:
+        f, func_name = func_name, func_name.__name__
+
+    def register(fn):
+        if not callable(fn):
+            raise TypeError(
+                f"register_global_func({func_name!r}): expected a callable or an rffi.Function, "
+                f"got {type(fn).__name__}"
+            )
+        func = fn if isinstance(fn, _CtypesFunction) else function_from_callable(fn)
+        b = _name_bytes(func_name)
+        if _lib.FunctionSetGlobal(_byref(byte_array(b)), func._h, 1 if override else 0):
+            raise take_raised_exception()
+        if func._name is None or not isinstance(fn, _CtypesFunction):
+            func._name = func_name
+        return fn
+
+    return register(f) if f is not None else register
+
+
+def remove_global_func(name: str) -> None:
+    """Removes the global function ``name`` (KeyError if there is none)."""
+    b = _name_bytes(name)
+    if _lib.FunctionRemoveGlobal(_byref(byte_array(b))) != 0:
+        raise take_raised_exception()
+
+
+def list_global_func_names() -> list:
+    """Every registered global function name, sorted."""
+    out = _c_void_p()
+    if _lib.FunctionListGlobalNames(_byref(out)) != 0:
+        raise take_raised_exception()
+    from ._container import Array
+
+    return list(wrap_new(Array, out.value, _lib.kArray))
+
+
+def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
+    """Puts every global function ``<namespace>.<leaf>`` (one more dotted part only) on the module
+    ``target_module_name`` (default: the module named ``namespace``) as attribute ``<leaf>``."""
+    target_module_name = target_module_name or namespace
+    module = sys.modules.get(target_module_name)
+    if module is None:
+        raise ValueError(f"init_ffi_api: module {target_module_name!r} is not imported")
+    prefix = namespace + "."
+    for name in list_global_func_names():
+        if not name.startswith(prefix):
+            continue
+        leaf = name[len(prefix) :]
+        if "." in leaf:
+            continue
+        setattr(module, leaf, get_global_func(name))
