@@ -165,6 +165,16 @@ fn plugins_loaded_by_a_c_host() {
 }
 
 #[test]
+fn sessions_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_sessions.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn tensors_from_c() {
     let out = run(&build(
         &cc(),

@@ -9,6 +9,7 @@
 use crate::codec::{Value, WireError, Writer};
 use crate::process::{describe_status, spawn, Child, WorkerProgram};
 use crate::protocol::{Command, Reg, Reply};
+use crate::shm_tensor::Segment;
 use crate::transport::{Link, LinkError, SocketLink, ThreadLink};
 use crate::worker::serve;
 use rffi_core::error::frame;
@@ -44,12 +45,16 @@ struct State {
     seq: u64,
     /// A sync in progress: its sequence number and the ranks yet to answer.
     awaiting: Option<(u64, Vec<usize>)>,
+    /// A fetch in progress: its sequence number, register and rank.
+    awaiting_fetch: Option<(u64, Reg, usize)>,
     /// Failures that came with answers nobody waited for any more (an interrupted sync).
     stashed: Option<(usize, WireError)>,
     /// Set once a worker has ended: every later operation raises it.
     dead: Option<(String, String)>,
     shut: bool,
     writer: Writer,
+    /// Shared-memory segments of tensors sent since the last full sync (unlinked at the next).
+    segments: Vec<Segment>,
 }
 
 /// The shared core of a session; DRefs hold it to free their registers.
@@ -93,10 +98,12 @@ impl Controller {
                 free_regs: Vec::new(),
                 seq: 0,
                 awaiting: None,
+                awaiting_fetch: None,
                 stashed: None,
                 dead: None,
                 shut: false,
                 writer: Writer::default(),
+                segments: Vec::new(),
             }),
             released: Mutex::new(Vec::new()),
             failed_rank: Mutex::new(None),
@@ -136,6 +143,13 @@ impl Controller {
     fn raise(&self, rank: usize, w: &WireError) -> Error {
         *lock(&self.failed_rank) = Some(rank);
         worker_error(rank, w)
+    }
+
+    /// Keeps the segments of a call's tensors until every worker has mapped them.
+    pub fn keep_segments(&self, segments: Vec<Segment>) {
+        if !segments.is_empty() {
+            lock(&self.state).segments.extend(segments);
+        }
     }
 
     /// Called when a handle's last reference goes; no I/O here.
@@ -263,7 +277,17 @@ impl Controller {
             if reply.seq() == seq {
                 return Ok(Some(reply));
             }
-            // An answer to a wait that was given up (an interrupted sync): keep its failure.
+            // An answer to a wait that was given up (an interrupted sync or fetch): keep its
+            // failure, and do not wait for it again.
+            let stale = reply.seq();
+            if let Some((s, ranks)) = &mut st.awaiting {
+                if *s == stale {
+                    ranks.retain(|r| *r != rank);
+                }
+            }
+            if st.awaiting_fetch.is_some_and(|(s, _, _)| s == stale) {
+                st.awaiting_fetch = None;
+            }
             let err = match reply {
                 Reply::Done { error, .. } => error,
                 Reply::Fetched { result, .. } => result.err(),
@@ -313,6 +337,10 @@ impl Controller {
                 Err(e) => return Err(e),
             }
         }
+        if !only_worker_0 {
+            // Every worker has run every earlier call: their tensors are mapped.
+            st.segments.clear();
+        }
         match first {
             Some((rank, e)) => Err(self.raise(rank, &e)),
             None => Ok(true),
@@ -321,6 +349,18 @@ impl Controller {
 
     /// The value of `reg` on worker `rank`.
     pub fn fetch(&self, reg: Reg, rank: usize) -> Result<Value> {
+        Ok(self.fetch_timeout(reg, rank, None)?.expect("no timeout"))
+    }
+
+    /// `fetch`, waiting at most `timeout`: `Ok(None)` when the answer has not come yet (the
+    /// fetch stays in progress, and the next call for the same register and rank goes on
+    /// waiting for it).
+    pub fn fetch_timeout(
+        &self,
+        reg: Reg,
+        rank: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Value>> {
         if rank >= self.num_workers {
             return Err(Error::index_error(format!(
                 "worker rank {rank} is out of range for a session of {} workers",
@@ -328,15 +368,25 @@ impl Controller {
             )));
         }
         let mut st = self.usable()?;
-        let seq = Self::next_seq(&mut st);
-        self.send_to(&mut st, &[rank], &Command::Fetch { seq, reg })?;
-        let reply = self.wait_reply(&mut st, rank, seq, None)?;
+        let seq = match st.awaiting_fetch.take() {
+            Some((seq, r, k)) if r == reg && k == rank => seq,
+            _ => {
+                let seq = Self::next_seq(&mut st);
+                self.send_to(&mut st, &[rank], &Command::Fetch { seq, reg })?;
+                seq
+            }
+        };
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let Some(reply) = self.wait_reply(&mut st, rank, seq, deadline)? else {
+            st.awaiting_fetch = Some((seq, reg, rank));
+            return Ok(None);
+        };
         if let Some((r, e)) = st.stashed.take() {
             return Err(self.raise(r, &e));
         }
         match reply {
-            Some(Reply::Fetched { result: Ok(v), .. }) => Ok(v),
-            Some(Reply::Fetched { result: Err(e), .. }) => Err(self.raise(rank, &e)),
+            Reply::Fetched { result: Ok(v), .. } => Ok(Some(v)),
+            Reply::Fetched { result: Err(e), .. } => Err(self.raise(rank, &e)),
             _ => Err(Error::runtime_error(format!(
                 "worker {rank} answered a fetch with something else"
             ))),
@@ -391,6 +441,8 @@ impl Controller {
             let _ = p.link().send(&w.buf);
         }
         let peers = std::mem::take(&mut st.peers);
+        // Unlinked once the workers have stopped (a queued call may still map one).
+        let segments = std::mem::take(&mut st.segments);
         drop(st);
         let deadline = Instant::now() + Duration::from_secs(2);
         for p in peers {
@@ -410,6 +462,7 @@ impl Controller {
                 }
             }
         }
+        drop(segments);
     }
 
     /// Process ids of the worker processes (for tests that kill one).
