@@ -48,10 +48,12 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p rffi-core --features dlpack --all-targets -- -D warnings
 
 rust-test:
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+	$(CARGO) test -p rffi-core --features dlpack --lib dlpack_crate
 
 ## The C++ API (include/rffi/rffi.hpp): host and plugin tests, under valgrind when installed.
 cpp-test: check-tools
