@@ -6,7 +6,8 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test python-test python-demo kernels-test bench header clean
+.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test bench header clean \
+	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan
 
 all: demo
 
@@ -47,10 +48,12 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p rffi-core --features dlpack --all-targets -- -D warnings
 
 rust-test:
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+	$(CARGO) test -p rffi-core --features dlpack --lib dlpack_crate
 
 ## The C++ API (include/rffi/rffi.hpp): host and plugin tests, under valgrind when installed.
 cpp-test: check-tools
@@ -70,6 +73,11 @@ install-test: python-test
 	tests/install/run.sh
 	tests/install/wheel.sh
 
+## `cargo publish --dry-run` of every publishable crate (packaged and built alone; needs the
+## crates.io index). Internal crates say why in their Cargo.toml (`publish = false`).
+publish-check:
+	$(CARGO) publish --dry-run --allow-dirty --workspace
+
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools
 	ffi-python/scripts/test.sh
@@ -86,6 +94,35 @@ kernels-test: python-test
 ## The Python examples in examples/python, against a fresh install of the package.
 python-demo: check-tools
 	ffi-python/scripts/demo.sh
+
+## Long runs, kept out of `make test` (which replays every saved fuzz input and regression test);
+## their figures are in docs/RELIABILITY.md. Both need the nightly toolchain: fuzz/setup.sh.
+fuzz-setup:
+	fuzz/setup.sh
+
+## Each fuzz target for FUZZ_SECONDS (or FUZZ_RUNS executions), then its corpus under
+## AddressSanitizer. FUZZ_TARGETS picks targets (default: all five).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: fuzz-setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+## The C tests under valgrind memcheck (any error or definite leak fails), and the Rust tests
+## (plugins included) under AddressSanitizer with leak detection.
+VALGRIND := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+ASAN_TARGET := x86_64-unknown-linux-gnu
+ASAN_ENV := RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" \
+	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
+	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0
+sanitize: sanitize-valgrind sanitize-asan
+
+sanitize-valgrind: fuzz-setup
+	$(CARGO) build -p rffi-c
+	RFFI_TEST_RUNNER="$(VALGRIND)" $(CARGO) test -p rffi-c --test c_programs -- --nocapture
+
+sanitize-asan: fuzz-setup
+	$(ASAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/asan --workspace --exclude rffi-c
+	$(ASAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/asan -p rffi-c --lib --test header
 
 ## Regenerate include/rffi/c_api.h after changing the C API.
 header:

@@ -50,9 +50,33 @@ fn run(exe: &Path) -> String {
     run_with(exe, &[])
 }
 
+/// Runs `exe` with `args`, under the command in `RFFI_TEST_RUNNER` when it is set (`make
+/// sanitize` sets `valgrind --error-exitcode=1 --leak-check=full ...`, so a memory error or a
+/// definite leak fails the test like a failed check).
 fn run_with(exe: &Path, args: &[&Path]) -> String {
-    let out = Command::new(exe).args(args).output().unwrap();
+    let runner = std::env::var("RFFI_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut cmd = Command::new(program);
+            cmd.args(words).arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    };
+    let out = cmd.args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !runner.is_empty() {
+        // The runner's verdict, for the record (`cargo test -- --nocapture` shows it).
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for line in stderr.lines().filter(|l| {
+            l.contains("ERROR SUMMARY")
+                || l.contains("definitely lost")
+                || l.contains("in use at exit")
+        }) {
+            eprintln!("{}: {line}", exe.file_name().unwrap().to_string_lossy());
+        }
+    }
     assert!(
         out.status.success(),
         "{} failed:\n{stdout}\n{}",
@@ -104,6 +128,16 @@ fn foreign_callbacks_held_to_the_calling_convention() {
 }
 
 #[test]
+fn object_types_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_objects.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn plugins_loaded_by_a_c_host() {
     let lib = lib_dir();
     let exe = build(&cc(), "tests/c/test_plugins.c", &["-std=c99"]);
@@ -127,6 +161,16 @@ fn plugins_loaded_by_a_c_host() {
             &not_a_library,
         ],
     );
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
+fn sessions_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_sessions.c",
+        &["-std=c99", "-pedantic"],
+    ));
     assert!(out.contains(" 0 failed"), "{out}");
 }
 

@@ -253,9 +253,11 @@ impl<'a> AnyView<'a> {
         }
     }
 
-    /// Borrows the object, if this is one.
+    /// Borrows the object, if this is one: a non-NULL pointer with the index of an object type.
+    /// An index no type has is not an object whatever its payload, so its payload is never read
+    /// as one (a caller's garbage would otherwise be dereferenced).
     pub fn as_object(&self) -> Option<&ObjectRef> {
-        if self.0.type_index >= kRFFIStaticObjectBegin && !self.0.v_obj_is_null() {
+        if crate::foreign::is_object_index(self.0.type_index) && !self.0.v_obj_is_null() {
             // SAFETY: ObjectRef is repr(transparent) over a non-null pointer, the same bits as
             // `v_obj`; the object outlives the view and the reference is never dropped through
             // this borrow.
@@ -338,6 +340,10 @@ pub trait FromAny: Sized {
     /// The name used in error messages, e.g. `int`, `str`, `ffi.Array`.
     const EXPECTED: &'static str;
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch>;
+    /// The type schema of an argument of this type (recorded in typed functions' signatures).
+    fn type_schema() -> crate::schema::TypeSchema {
+        crate::schema::TypeSchema::from_key(Self::EXPECTED)
+    }
 }
 
 fn mismatch<T: FromAny>(v: &AnyView<'_>) -> TypeMismatch {
@@ -596,6 +602,9 @@ impl From<ObjectRef> for Any {
 
 impl<T: FromAny> FromAny for Option<T> {
     const EXPECTED: &'static str = T::EXPECTED;
+    fn type_schema() -> crate::schema::TypeSchema {
+        crate::schema::TypeSchema::Optional(Box::new(T::type_schema()))
+    }
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
         if v.is_none() {
             Ok(None)

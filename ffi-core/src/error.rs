@@ -118,18 +118,27 @@ pub(crate) unsafe fn byte_array_bytes<'a>(ba: &RFFIByteArray) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(ba.data.cast(), ba.size) }
 }
 
+/// `RFFI_BACKTRACE`: unset (native frames captured, noise hidden), `0` (no native capture), or
+/// `full` (every native frame kept, also those without a source location).
+fn backtrace_setting() -> u8 {
+    static STATE: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 on, 2 off, 3 full
+    match STATE.load(Ordering::Relaxed) {
+        0 => {
+            let v = match std::env::var_os("RFFI_BACKTRACE") {
+                Some(v) if v == "0" => 2,
+                Some(v) if v == "full" => 3,
+                _ => 1,
+            };
+            STATE.store(v, Ordering::Relaxed);
+            v
+        }
+        v => v,
+    }
+}
+
 /// Whether native backtraces are captured: `RFFI_BACKTRACE=0` turns them off.
 fn native_capture_enabled() -> bool {
-    static STATE: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 on, 2 off
-    match STATE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let on = std::env::var_os("RFFI_BACKTRACE").is_none_or(|v| v != "0");
-            STATE.store(if on { 1 } else { 2 }, Ordering::Relaxed);
-            on
-        }
-    }
+    backtrace_setting() != 2
 }
 
 impl Error {
@@ -144,6 +153,13 @@ impl Error {
             native,
             "",
         )
+    }
+
+    /// A new error raised by foreign code through the C API: the native frames of its caller are
+    /// captured, but no Rust location (the C entry point's own line would only be noise).
+    pub(crate) fn new_foreign(kind: &str, message: impl Into<String>) -> Error {
+        let native = native_capture_enabled().then(Backtrace::force_capture);
+        Self::build(kind, message.into(), None, native, "")
     }
 
     /// An error with a given traceback text and no native capture (errors made for foreign code).
@@ -256,7 +272,8 @@ impl Error {
         };
         let mut trace = lock(&body.trace);
         if let Some(bt) = trace.native.take() {
-            trace.native_text = render_native(&bt);
+            let site = trace.location.as_ref().map(|(f, l)| (f.as_ref(), *l));
+            trace.native_text = render_native(&bt.to_string(), site, backtrace_setting() == 3);
         }
         if trace.location_frame.is_empty() {
             if let Some((file, line)) = &trace.location {
@@ -355,9 +372,51 @@ pub fn frame(file: &str, line: u32, function: &str) -> String {
     format!("  File \"{file}\", line {line}, in {function}\n")
 }
 
-/// Renders a captured backtrace as traceback lines, keeping the caller's frames and dropping the
-/// runtime's own plumbing (std, core, the boundary shims).
-fn render_native(bt: &Backtrace) -> String {
+/// One frame of a captured native backtrace: its symbol, and its source location if known.
+struct NativeFrame<'a> {
+    symbol: &'a str,
+    location: Option<(&'a str, u32)>,
+}
+
+/// The frames of `std::backtrace::Backtrace`'s text: "  N: symbol", optionally followed by
+/// "      at file:line:col" (inlined functions print as more "at"-less symbol lines).
+fn parse_native(text: &str) -> Vec<NativeFrame<'_>> {
+    let mut frames = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some((num, sym)) = line.trim_start().split_once(": ") else {
+            continue;
+        };
+        if num.parse::<u32>().is_err() {
+            continue;
+        }
+        let mut location = None;
+        if let Some(loc) = lines
+            .peek()
+            .and_then(|l| l.trim_start().strip_prefix("at "))
+        {
+            let mut parts = loc.rsplitn(3, ':');
+            let _col = parts.next();
+            location = parts
+                .next()
+                .and_then(|l| l.parse().ok())
+                .zip(parts.next())
+                .map(|(line, file)| (file.strip_prefix("./").unwrap_or(file), line));
+            lines.next();
+        }
+        frames.push(NativeFrame {
+            symbol: strip_hash(sym.trim()),
+            location,
+        });
+    }
+    frames
+}
+
+/// Renders a captured backtrace (its text) as traceback lines, keeping the caller's frames and
+/// dropping what is noise to a user: the runtime's own plumbing (std, core, the boundary shims,
+/// the C++ API's headers), the frame of the raise site `site` (already the error's first frame),
+/// and, unless `full`, frames without a source location (interpreters, stripped libraries).
+fn render_native(text: &str, site: Option<(&str, u32)>, full: bool) -> String {
     const SKIP: &[&str] = &[
         "std::",
         "core::",
@@ -372,45 +431,51 @@ fn render_native(bt: &Backtrace) -> String {
         "__libc_start",
         "_start",
     ];
-    let text = bt.to_string();
+    // The runtime's own call plumbing sits between every two user frames; leave it out.
+    const PLUMBING: &[&str] = &["rffi_core::function::", "rffi_core::error::"];
     let mut out = String::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        // Frames print as "  N: symbol" optionally followed by "      at file:line:col".
-        let Some((num, sym)) = line.trim_start().split_once(": ") else {
+    let mut site = site;
+    for f in parse_native(text) {
+        if SKIP.iter().any(|p| f.symbol.starts_with(p))
+            || PLUMBING.iter().any(|p| f.symbol.contains(p))
+        {
+            continue;
+        }
+        let Some((file, line)) = f.location else {
+            if full {
+                out.push_str(&frame("<unknown>", 0, f.symbol));
+            }
             continue;
         };
-        if num.parse::<u32>().is_err() {
-            continue;
-        }
-        let mut at = None;
-        if let Some(next) = lines.peek() {
-            if let Some(loc) = next.trim_start().strip_prefix("at ") {
-                at = Some(loc.to_owned());
-                lines.next();
-            }
-        }
-        let sym = strip_hash(sym.trim());
-        // The runtime's own call plumbing sits between every two user frames; leave it out.
-        const PLUMBING: &[&str] = &["rffi_core::function::", "rffi_core::error::"];
-        if SKIP.iter().any(|p| sym.starts_with(p)) || PLUMBING.iter().any(|p| sym.contains(p)) {
-            continue;
-        }
-        let (file, line_no) = at
-            .as_deref()
-            .and_then(|loc| {
-                let mut parts = loc.rsplitn(3, ':');
-                let _col = parts.next()?;
-                let line = parts.next()?.parse().ok()?;
-                Some((parts.next()?.to_owned(), line))
-            })
-            .unwrap_or_else(|| ("<unknown>".to_owned(), 0));
-        if file.starts_with("/rustc/") || is_runtime_plumbing(&file) {
+        if file.starts_with("/rustc/") || is_runtime_plumbing(file) {
             continue; // the standard library's frames, and this runtime's raise/call machinery
         }
-        out.push_str(&frame(&file, line_no, sym));
+        if !full && is_cpp_api_plumbing(file) {
+            continue;
+        }
+        // The closure or function that raised, at the raise site's line: the location frame
+        // already names it (with the registered function name).
+        if let Some((site_file, site_line)) = site.take() {
+            if site_line == line && same_file(site_file, file) {
+                continue;
+            }
+        }
+        out.push_str(&frame(file, line, f.symbol));
     }
     out
+}
+
+/// Whether two spellings of a source path name the same file (`./a/b.rs`, `a/b.rs`, `/x/a/b.rs`).
+fn same_file(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim_start_matches("./"), b.trim_start_matches("./"));
+    a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
+}
+
+/// Frames inside the C++ API's headers (`include/rffi/cpp/*.hpp`): its call and conversion
+/// plumbing, with mangled names, between the user's C++ frame and the callee.
+fn is_cpp_api_plumbing(file: &str) -> bool {
+    let file = file.replace('\\', "/");
+    file.contains("rffi/cpp/") && file.ends_with(".hpp")
 }
 
 /// Frames of this runtime's own error and call machinery, by source file: symbols alone do not
@@ -420,9 +485,10 @@ fn is_runtime_plumbing(file: &str) -> bool {
     ["ffi-core/src/", "rffi-core-"]
         .iter()
         .any(|root| file.contains(root))
-        && ["/error.rs", "/function.rs", "/capi/function.rs"]
+        && (["/error.rs", "/function.rs"]
             .iter()
             .any(|f| file.ends_with(f))
+            || file.contains("/capi/"))
 }
 
 /// `path::to::fn::h0123456789abcdef` -> `path::to::fn`.
@@ -609,6 +675,34 @@ mod tests {
         assert_eq!(probe.0.strong_count(), 1);
         assert_eq!(take_raised().unwrap().message(), "second");
         assert!(take_raised().is_none());
+    }
+
+    #[test]
+    fn native_frames_without_noise() {
+        let text = "   0: rffi_core::error::Error::new\n             at ./ffi-core/src/error.rs:150:20\n   1: testing::{{closure}}\n             at ./ffi-core/src/testing.rs:39:5\n   2: _ZNK4rffi8Function10CallPackedEPK7RFFIAnyi\n             at ./include/rffi/cpp/function.hpp:204:5\n   3: main\n             at /src/app/host.cc:9:3\n   4: _PyEval_EvalFrameDefault\n   5: std::rt::lang_start\n             at /rustc/abc/library/std/src/rt.rs:1:1\n";
+        let site = Some(("ffi-core/src/testing.rs", 39));
+        // The raise site's own frame, the C++ API's plumbing, frames without a location, std
+        // and the runtime's machinery are dropped.
+        assert_eq!(
+            render_native(text, site, false),
+            "  File \"/src/app/host.cc\", line 9, in main\n"
+        );
+        // A frame at another line of the raise site's file is kept.
+        assert!(
+            render_native(text, Some(("ffi-core/src/testing.rs", 40)), false)
+                .contains("testing.rs\", line 39")
+        );
+        // RFFI_BACKTRACE=full keeps the C++ API's frames and frames without a location.
+        let full = render_native(text, site, true);
+        assert!(full.contains("function.hpp") && full.contains("_PyEval_EvalFrameDefault"));
+        assert!(!full.contains("error.rs") && !full.contains("rt.rs"));
+    }
+
+    #[test]
+    fn foreign_errors_have_no_rust_location() {
+        let e = Error::new_foreign("ValueError", "from C");
+        assert!(!e.backtrace().contains("error.rs"));
+        assert_eq!(e.to_string(), "ValueError: from C");
     }
 
     #[test]

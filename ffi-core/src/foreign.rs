@@ -218,7 +218,7 @@ pub unsafe fn check_value(value: &RFFIAny) -> core::result::Result<(), String> {
 /// Whether `index` is an object type: one of the ABI's (64..=76, no lookup needed) or one
 /// registered at run time.
 #[inline]
-fn is_object_index(index: i32) -> bool {
+pub(crate) fn is_object_index(index: i32) -> bool {
     (kRFFIStaticObjectBegin..=crate::type_registry::LAST_STATIC_OBJECT).contains(&index)
         || (index >= kRFFIDynObjectBegin && type_index_to_key(index).is_some())
 }

@@ -26,7 +26,7 @@ unsafe extern "C" fn str_deleter(obj: *mut c_void, flags: i32) {
     }
 }
 
-fn heap_string(bytes: &[u8], type_index: i32) -> ObjectRef {
+pub(crate) fn heap_string(bytes: &[u8], type_index: i32) -> ObjectRef {
     let len = bytes.len();
     // SAFETY: the builder writes the cell and `len + 1` bytes, exactly the tail of the layout,
     // and `str_deleter` frees that layout.
@@ -87,7 +87,11 @@ pub(crate) fn str_bytes_of<'v>(v: &'v AnyView<'_>) -> Option<&'v [u8]> {
                 }
                 Some(crate::error::byte_array_bytes(&*ba))
             }
-            kRFFIStr | kRFFIBytes if !raw.v.v_obj.is_null() => {
+            // The header must agree: a cell is read as a string's only if it is one (a value
+            // saying String over another object would otherwise read that object's body).
+            kRFFIStr | kRFFIBytes
+                if !raw.v.v_obj.is_null() && (*raw.v.v_obj).type_index == raw.type_index =>
+            {
                 let cell = raw.v.v_obj.add(1).cast::<RFFIStrCell>();
                 Some(crate::error::byte_array_bytes(&*cell))
             }

@@ -123,6 +123,15 @@ static void errors_both_ways() {
   Error e = EXPECT_ERROR("ValueError", "boom", raise("ValueError", "boom"));
   CHECK(std::string(e.what()) == "ValueError: boom");
   CHECK(contains(e.backtrace(), "File \""));
+  // No noise: no frame without a location, no duplicate of the raising closure, none of the
+  // C++ API's own plumbing.
+  CHECK(!contains(e.backtrace(), "line 0") && !contains(e.backtrace(), "{closure") &&
+        !contains(e.backtrace(), "rffi/cpp/"));
+  CHECK(contains(e.backtrace(), "in errors_both_ways"));  // this C++ caller's frame (built -g)
+  // An error raised through the C API has no frame of the runtime's C entry point.
+  RFFIErrorSetRaisedFromCStr("RuntimeError", "raised from C");
+  Error from_c = Error::FromRaised();
+  CHECK(from_c.message() == "raised from C" && !contains(from_c.backtrace(), "capi/"));
   std::string tb = e.TracebackMostRecentCallLast();
   CHECK(tb.rfind("Traceback (most recent call last):\n", 0) == 0 &&
         tb.substr(tb.size() - 16) == "ValueError: boom");

@@ -17,6 +17,19 @@ pub fn profile_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// The `--target-dir` a nested `cargo build` needs for its output to land in `profile_dir()`:
+/// the directory above `<profile>`, or, when cargo builds for an explicit target
+/// (`CARGO_BUILD_TARGET`, inherited by the nested cargo, as in `make sanitize`), the one above
+/// `<triple>/<profile>`.
+pub fn nested_target_dir() -> PathBuf {
+    let up = if std::env::var_os("CARGO_BUILD_TARGET").is_some() {
+        2
+    } else {
+        1
+    };
+    profile_dir().ancestors().nth(up).unwrap().to_path_buf()
+}
+
 /// The example Rust plugin's shared library, freshly built for this test's profile.
 pub fn rust_plugin() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
@@ -31,7 +44,7 @@ pub fn rust_plugin() -> PathBuf {
             "rffi-example-rust-plugin",
             "--target-dir",
         ])
-        .arg(dir.parent().unwrap())
+        .arg(nested_target_dir())
         .current_dir(workspace());
         if release {
             cmd.arg("--release");

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn RFFIErrorSetRaisedFromCStr(kind: *const c_char, message
         } else {
             kind
         };
-        set_raised(Error::new(&kind, message.into_owned()));
+        set_raised(Error::new_foreign(&kind, message.into_owned()));
         Ok(())
     });
 }
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn RFFIErrorSetRaisedFromCStrParts(
         } else {
             kind
         };
-        set_raised(Error::new(&kind, message));
+        set_raised(Error::new_foreign(&kind, message));
         Ok(())
     });
 }

@@ -126,6 +126,13 @@ pub(crate) fn is_contiguous_parts(shape: &[i64], strides: &[i64]) -> bool {
     true
 }
 
+/// Whether data pointers on `device` are addresses (CPU, CUDA, ROCm and their host and managed
+/// memory), so that pointer arithmetic on them means something; on the others (OpenCL, Vulkan,
+/// ...) they are opaque handles and only `byte_offset` may move.
+pub(crate) fn addresses_directly(device: i32) -> bool {
+    device <= kDLCUDAHost || device == kDLCUDAManaged || device == kDLROCM || device == kDLROCMHost
+}
+
 /// Whether `data + byte_offset` of a tensor on `device` is aligned: by address on devices whose
 /// pointers are addresses, by `byte_offset` alone on the others (OpenCL, Vulkan, ... hand out
 /// opaque handles), as tvm-ffi checks it.
@@ -138,11 +145,7 @@ pub(crate) fn is_aligned_parts(
     if alignment <= 1 {
         return true;
     }
-    let direct = device <= kDLCUDAHost
-        || device == kDLCUDAManaged
-        || device == kDLROCM
-        || device == kDLROCMHost;
-    if direct {
+    if addresses_directly(device) {
         (data as usize as u64).wrapping_add(byte_offset) % alignment as u64 == 0
     } else {
         byte_offset % alignment as u64 == 0

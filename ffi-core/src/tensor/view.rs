@@ -4,7 +4,7 @@
 //! a foreign producer's buffer really is, but it knows the span the source tensor covers, and a
 //! view inside that span is inside the buffer.
 
-use super::extent::byte_extent;
+use super::extent::{addresses_directly, byte_extent};
 use super::{Owner, Tensor, TensorParts, FLAG_BORROWED, FLAG_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::{Device, ObjectRef};
@@ -66,10 +66,19 @@ impl Tensor {
     /// tensors give read-only and borrowed views. The view must stay within the bytes this
     /// tensor addresses (ValueError otherwise).
     pub fn as_strided(&self, shape: &[i64], strides: &[i64], byte_offset: u64) -> Result<Tensor> {
-        self.view("Tensor::as_strided", shape, strides, byte_offset)
+        self.view("Tensor::as_strided", 0, shape, strides, byte_offset)
     }
 
-    fn view(&self, func: &str, shape: &[i64], strides: &[i64], byte_offset: u64) -> Result<Tensor> {
+    /// A view whose data pointer is this tensor's moved by `shift` bytes (non-zero only on
+    /// devices whose pointers are addresses).
+    fn view(
+        &self,
+        func: &str,
+        shift: i64,
+        shape: &[i64],
+        strides: &[i64],
+        byte_offset: u64,
+    ) -> Result<Tensor> {
         if shape.len() != strides.len() {
             return Err(Error::value_error(format!(
                 "{func}: shape has {} dimensions but strides has {}",
@@ -95,7 +104,13 @@ impl Tensor {
                 .map_err(|e| Error::value_error(format!("{func}: {e}")))
         };
         if let Some((lo, hi)) = extent(shape, strides, byte_offset)? {
-            let source = extent(self.shape(), self.strides(), self.byte_offset())?;
+            // Both relative to this tensor's data pointer.
+            let (lo, hi) = (
+                i128::from(lo) + i128::from(shift),
+                i128::from(hi) + i128::from(shift),
+            );
+            let source = extent(self.shape(), self.strides(), self.byte_offset())?
+                .map(|(a, b)| (i128::from(a), i128::from(b)));
             if !source.is_some_and(|(slo, shi)| slo <= lo && hi <= shi) {
                 let source = source.map_or("none (it has no elements)".to_owned(), |(a, b)| {
                     format!("[{a}, {b})")
@@ -109,7 +124,7 @@ impl Tensor {
         }
         let flags = self.rffi_flags();
         Ok(TensorParts {
-            data: self.data_ptr(),
+            data: self.data_ptr().wrapping_byte_offset(shift as isize),
             device: self.device(),
             dtype: self.dtype(),
             shape,
@@ -161,27 +176,45 @@ impl Tensor {
         let mut shape = self.shape().to_vec();
         let mut strides = self.strides().to_vec();
         let mut byte_offset = self.byte_offset();
-        if len > 0 {
-            let delta = (start as i128)
-                .checked_mul(strides[ax] as i128)
-                .and_then(|d| d.checked_mul(elem))
-                .and_then(|d| d.checked_add(byte_offset as i128));
-            byte_offset = delta.and_then(|d| u64::try_from(d).ok()).ok_or_else(|| {
+        // A view without elements addresses nothing, so it keeps the source's offset: in a
+        // tensor without elements a stride can be anything, and `start · stride` need not fit.
+        let empty = len == 0 || shape.iter().enumerate().any(|(i, &d)| i != ax && d == 0);
+        // Where the slice's first element is, in bytes from this tensor's data pointer: within
+        // the checked extent when there are elements, so the i128 arithmetic is exact and fits.
+        let mut shift = 0i64;
+        if !empty {
+            let first =
+                i128::from(start) * i128::from(strides[ax]) * elem + i128::from(byte_offset);
+            if first >= 0 {
+                byte_offset = first as u64;
+            } else if addresses_directly(self.device().device_type()) {
+                // Before the data pointer (a negative stride): DLPack's byte_offset is unsigned,
+                // so the view's data pointer moves back instead, as PyTorch exports such views.
+                shift = first as i64;
+                byte_offset = 0;
+            } else {
+                return Err(Error::value_error(format!(
+                    "{F}: the slice starts {} bytes before the data pointer (stride {} on axis \
+                     {ax}), which on {} is a handle that cannot move",
+                    -first,
+                    strides[ax],
+                    self.device()
+                )));
+            }
+        }
+        shape[ax] = len;
+        // With at most one element left along the axis its stride is never used, nor is any
+        // stride of a view without elements. Otherwise `stride · step` is at most the source's
+        // `stride · (dim − 1)`, which its checked extent bounds.
+        if len > 1 && !empty {
+            strides[ax] = strides[ax].checked_mul(step).ok_or_else(|| {
                 Error::value_error(format!(
-                    "{F}: the slice starts at element {start} of axis {ax} (stride {}), outside \
-                     the range of byte_offset",
+                    "{F}: stride {} times step {step} does not fit in int64",
                     strides[ax]
                 ))
             })?;
         }
-        shape[ax] = len;
-        // With at most one element left along the axis, its stride is never used.
-        strides[ax] = if len > 1 {
-            strides[ax].saturating_mul(step)
-        } else {
-            strides[ax]
-        };
-        self.view(F, &shape, &strides, byte_offset)
+        self.view(F, shift, &shape, &strides, byte_offset)
     }
 }
 

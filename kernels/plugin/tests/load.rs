@@ -13,7 +13,7 @@ fn plugin() -> PathBuf {
     let release = dir.file_name().is_some_and(|n| n == "release");
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-q", "-p", "rffi-kernels-plugin", "--target-dir"])
-        .arg(dir.parent().unwrap())
+        .arg(plugins::nested_target_dir())
         .current_dir(plugins::workspace());
     if release {
         cmd.arg("--release");
