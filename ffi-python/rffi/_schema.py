@@ -52,6 +52,11 @@ class TypeSchema:
         return cls(d["type"], [cls.from_json(a) for a in d.get("args", ())])
 
     @classmethod
+    def from_json_str(cls, text: str) -> TypeSchema:
+        """tvm-ffi's name for ``from_json``."""
+        return cls.from_json(text)
+
+    @classmethod
     def from_annotation(cls, annotation) -> TypeSchema:
         """From a Python annotation: ``int``, ``Optional[str]``, ``list[float]``,
         ``Dict[str, int]``, ``Tuple[int, str]``, ``Union[...]``, ``Callable``, ``Any``, rffi

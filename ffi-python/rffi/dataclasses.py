@@ -34,6 +34,7 @@ __all__ = [
     "Field",
     "FrozenInstanceError",
     "c_class",
+    "enum",
     "field",
     "fields",
     "py_class",
@@ -380,3 +381,6 @@ def py_class(
         cls, type_key = type_key, None
         return define(cls)
     return define
+
+
+from ._dataclass_enum import enum  # noqa: E402  (uses the helpers above)

@@ -195,3 +195,71 @@ def test_list_and_dict():
         d["zz"]
     assert repr(d) == "{'c': 3}"
     assert pickle.loads(pickle.dumps(d)) == {"c": 3}
+
+
+def test_objects_cross_a_rust_plugin(rust_plugin_path):
+    rffi.load_module(rust_plugin_path)
+
+    @rffi.register_object("rust_plugin.Counter")
+    class Counter(rffi.Object):
+        pass
+
+    c = rffi.get_global_func("rust_plugin.make_counter")("hits", 1)
+    assert type(c) is Counter and c.name == "hits"
+    assert c.increment(2) == 3
+    c.count = 10
+    assert c.count == 10 and Counter.increment.__doc__.startswith("Adds `by`")
+    # A Python-defined object's fields, read by the plugin.
+    p = Particle(4, "mu")
+    read = rffi.get_global_func("rust_plugin.get_field")
+    assert read(p, "mass") == 4.0 and read(p, "name") == "mu"
+    with pytest.raises(AttributeError, match="has no field `nope`"):
+        read(p, "nope")
+
+
+def test_array_and_map_compare_by_value():
+    a = rffi.Array([1, 2])
+    assert a == [1, 2] and a == (1, 2) and a == rffi.Array([1, 2]) and a != [2, 1]
+    assert hash(a) == hash(rffi.Array([1, 2]))
+    assert a + [3] == [1, 2, 3] and [0] + a == [0, 1, 2] and 2 in a and a[::-1] == [2, 1]
+    assert rffi.List([1, 2]) == a
+    m = rffi.Map({"a": 1})
+    assert m == {"a": 1} and m == rffi.Map({"a": 1}) and m == rffi.Dict({"a": 1})
+    assert {m: 1}[rffi.Map({"a": 1})] == 1
+
+
+@dc.enum("test_py.Color")
+class Color:
+    RED = 1
+    GREEN = "green"
+
+
+def test_enum_members_are_objects():
+    assert [m.name for m in Color] == ["RED", "GREEN"] and len(Color) == 2
+    assert Color(1) is Color.RED and Color.GREEN.value == "green"
+    echoed = rffi.get_global_func("testing.echo")(Color.RED)
+    assert echoed == Color.RED and echoed.name == "RED"
+    assert rffi.get_global_func("ffi.ObjectGetField")(Color.GREEN, "value") == "green"
+    with pytest.raises(ValueError):
+        Color(3)
+    with pytest.raises(AttributeError):
+        Color.RED.value = 5
+    assert repr(Color.RED) == "<Color.RED: 1>"
+
+
+def test_tvm_ffi_names_through_an_alias():
+    import rffi as tvm_ffi
+
+    meta = tvm_ffi.get_global_func_metadata("testing.add_one")
+    schema = tvm_ffi.TypeSchema.from_json_str(meta["type_schema"])
+    assert repr(schema) == "Callable[[int], int]"
+    obj = tvm_ffi.get_global_func("testing.make_point")(1, 2)
+    assert isinstance(obj, tvm_ffi.Object) and obj.sum() == 3
+    lst = tvm_ffi.List([1])
+    lst.append(2)
+    d = tvm_ffi.Dict()
+    d["k"] = lst
+    assert d["k"] == [1, 2]
+    assert "testing.TestPoint" in tvm_ffi.get_registered_type_keys()
+    fields = [f.name for f in tvm_ffi.dataclasses.fields(Particle)]
+    assert fields == ["mass", "name", "tags", "charge"]

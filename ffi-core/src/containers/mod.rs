@@ -12,7 +12,7 @@ pub use list::List;
 
 use crate::abi::*;
 use crate::any::{Any, AnyView};
-use crate::{Array, Map, ObjectType};
+use crate::{Array, Map};
 
 /// The items of an Array or List value (owned copies), or why it is not one.
 pub(crate) fn seq_items(v: &AnyView<'_>) -> Result<Vec<Any>, String> {
@@ -66,6 +66,3 @@ pub(crate) fn resolve_index(i: i64, len: usize, what: &str) -> crate::Result<usi
     }
     Ok(j as usize)
 }
-
-#[allow(dead_code)]
-fn _object_type_in_scope<T: ObjectType>() {}
