@@ -16,6 +16,7 @@ pub mod error;
 pub mod function;
 pub mod module;
 pub mod object;
+pub mod reflection;
 pub mod tensor;
 pub mod value;
 

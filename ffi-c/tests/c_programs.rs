@@ -128,6 +128,16 @@ fn foreign_callbacks_held_to_the_calling_convention() {
 }
 
 #[test]
+fn object_types_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_objects.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn plugins_loaded_by_a_c_host() {
     let lib = lib_dir();
     let exe = build(&cc(), "tests/c/test_plugins.c", &["-std=c99"]);
@@ -151,6 +161,16 @@ fn plugins_loaded_by_a_c_host() {
             &not_a_library,
         ],
     );
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
+fn sessions_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_sessions.c",
+        &["-std=c99", "-pedantic"],
+    ));
     assert!(out.contains(" 0 failed"), "{out}");
 }
 

@@ -10,6 +10,7 @@
 //! the unsafety of forwarding lives here.
 
 use crate::abi::{RFFIByteArray, RFFIDLPackManagedTensorAllocator, RFFIHostApi, RFFIObjectHandle};
+use crate::abi::{RFFIFieldInfo, RFFIMethodInfo, RFFITypeInfo, RFFITypeMetadata};
 use crate::error::{Error, Result};
 use crate::function::Function;
 use crate::module::Module;
@@ -138,13 +139,42 @@ impl Host {
             .map(|()| out)
     }
 
-    pub(crate) fn type_index_to_key(self, index: i32) -> Option<&'static str> {
-        let mut out = byte_array(b"");
-        // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.0.type_index_to_key)(index, &mut out) })
-            .ok()?;
-        // SAFETY: the host's keys are UTF-8 and live as long as the process.
-        Some(unsafe { std::str::from_utf8_unchecked(crate::error::byte_array_bytes(&out)) })
+    pub(crate) fn type_info(self, index: i32) -> Option<&'static RFFITypeInfo> {
+        // SAFETY: the host's type infos live as long as the process.
+        unsafe { (self.0.get_type_info)(index).as_ref() }
+    }
+
+    pub(crate) fn register_type(self, key: &str, parent: i32) -> Result<i32> {
+        let key = byte_array(key.as_bytes());
+        // SAFETY: a valid byte array.
+        let index = unsafe { (self.0.type_get_or_alloc_index)(&key, -1, -1, 0, 1, parent) };
+        self.check(if index >= 0 { 0 } else { -1 })?;
+        Ok(index)
+    }
+
+    /// # Safety
+    /// `info` must be valid for the call (see `reflection::register_field`).
+    pub(crate) unsafe fn register_field(self, index: i32, info: &RFFIFieldInfo) -> Result<()> {
+        // SAFETY: forwarded contract; the host copies what it keeps.
+        self.check(unsafe { (self.0.type_register_field)(index, info) })
+    }
+
+    /// # Safety
+    /// `info` must be valid for the call (see `reflection::register_method`).
+    pub(crate) unsafe fn register_method(self, index: i32, info: &RFFIMethodInfo) -> Result<()> {
+        // SAFETY: forwarded contract; the host copies what it keeps.
+        self.check(unsafe { (self.0.type_register_method)(index, info) })
+    }
+
+    /// # Safety
+    /// `meta` must be valid for the call (see `reflection::register_metadata`).
+    pub(crate) unsafe fn register_metadata(
+        self,
+        index: i32,
+        meta: &RFFITypeMetadata,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract; the host copies what it keeps.
+        self.check(unsafe { (self.0.type_register_metadata)(index, meta) })
     }
 
     pub(crate) fn get_or_alloc_type_index(self, key: &str) -> Result<i32> {
@@ -266,9 +296,15 @@ mod tests {
             index
         );
         assert_eq!(host.type_key_to_index("host_test.Point"), Some(index));
-        assert_eq!(host.type_index_to_key(index), Some("host_test.Point"));
+        let info = host.type_info(index).unwrap();
+        assert_eq!(info.type_index, index);
+        assert_eq!(info.type_depth, 1);
         assert_eq!(host.type_key_to_index("host_test.NoSuchType"), None);
-        assert_eq!(host.type_index_to_key(index + 100_000), None);
+        assert!(host.type_info(index + 100_000).is_none());
+        let child = host.register_type("host_test.Point3", index).unwrap();
+        assert_eq!(host.type_info(child).unwrap().type_depth, 2);
+        let e = host.register_type("host_test.Point3", 99_999).unwrap_err();
+        assert_eq!(e.kind(), "ValueError", "{}", e.message());
         let e = host.get_or_alloc_type_index("a\0b").unwrap_err();
         assert_eq!(e.kind(), "ValueError", "{}", e.message());
     }

@@ -38,6 +38,7 @@ pub unsafe fn init_from_host(host: *const RFFIHostApi, init: Option<fn() -> Resu
         return -1; // already bound to another runtime
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+        crate::reflection::declare_static_types_in_host();
         for s in inventory::iter::<StaticFunction> {
             if !s.builtin {
                 crate::register_global_func(s.name, (s.make)(), false)?;

@@ -26,7 +26,7 @@ unsafe extern "C" fn str_deleter(obj: *mut c_void, flags: i32) {
     }
 }
 
-fn heap_string(bytes: &[u8], type_index: i32) -> ObjectRef {
+pub(crate) fn heap_string(bytes: &[u8], type_index: i32) -> ObjectRef {
     let len = bytes.len();
     // SAFETY: the builder writes the cell and `len + 1` bytes, exactly the tail of the layout,
     // and `str_deleter` frees that layout.

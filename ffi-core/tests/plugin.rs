@@ -104,6 +104,26 @@ fn plugin_type_registration_uses_the_host_table() {
 }
 
 #[test]
+fn plugin_object_types_are_reflected_in_the_host() {
+    use rffi_core::reflection::{call_method, get_field, set_field};
+    rust_plugin();
+    let make = get_global_func("rust_plugin.make_counter").unwrap();
+    let c = make.call(&["hits".into(), 5i64.into()]).unwrap();
+    let c = c.into_object().unwrap();
+    let index = rffi_core::type_registry::type_key_to_index("rust_plugin.Counter").unwrap();
+    assert_eq!(c.type_index(), index);
+    assert_eq!(
+        get_field(&c, "name").unwrap().try_as::<String>().unwrap(),
+        "hits"
+    );
+    set_field(&c, "count", &rffi_core::Any::from(10i64).view()).unwrap();
+    let n = call_method(&c, "increment", &[rffi_core::Any::from(2i64).view()]).unwrap();
+    assert_eq!(n.try_as::<i64>().unwrap(), 12);
+    let e = set_field(&c, "name", &rffi_core::Any::from("x").view()).unwrap_err();
+    assert_eq!(e.kind(), "AttributeError");
+}
+
+#[test]
 fn plugin_sees_the_host_current_stream() {
     rust_plugin();
     let f = get_global_func("rust_plugin.current_stream").unwrap();

@@ -78,8 +78,12 @@ class DRef:
 
     def fetch(self, rank: int = 0):
         """The value on worker ``rank`` as a Python value (raises that worker's pending failure)."""
+        fetch = _f("Fetch")
         try:
-            return _f("Fetch")(self._obj, rank)
+            got = fetch(self._obj, rank, _SLICE_S)
+            while not got[0]:  # waiting in slices, so Ctrl-C is seen
+                got = fetch(self._obj, rank, _SLICE_S)
+            return got[1]
         except Exception as e:
             _note_rank(self._sess, e)
             raise

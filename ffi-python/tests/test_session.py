@@ -1,6 +1,8 @@
 """Sessions from Python: calls by name, DRefs, tensors, plugins and worker errors, on every
 session kind (threads, native worker processes, Python worker processes)."""
 
+import os
+
 import numpy as np
 import pytest
 from session_support import KINDS, session_test_plugin
@@ -60,7 +62,7 @@ def test_num_workers_and_ranks(sess):
 def test_values_that_cannot_cross_are_type_errors_naming_the_position(sess):
     echo = sess.get_global_func("testing.echo")
     with pytest.raises(TypeError, match="argument #1"):
-        echo(1, np.zeros(3))
+        echo(1, object())
     with pytest.raises(TypeError, match="argument #0"):
         echo(lambda: 1)
     sess.sync()
@@ -98,6 +100,21 @@ def test_plugins_and_tensors_both_ways(sess, plugin):
         t.fetch(0)
     sess.sync_worker_0()
     sess.sync()
+
+
+def test_host_arrays_reach_every_worker_through_shared_memory(sess, plugin):
+    sess.load_module(plugin)
+    host = np.arange(12, dtype="float32").reshape(3, 4)
+    # Each worker gets a private copy: scaling it there leaves the host array as it was.
+    scaled = sess.get_global_func("session_test.scale")(host, 2.0)
+    total = sess.get_global_func("session_test.sum")(scaled)
+    assert [total.fetch(r) for r in range(2)] == [132.0, 132.0]
+    np.testing.assert_array_equal(host, np.arange(12, dtype="float32").reshape(3, 4))
+    with pytest.raises(ValueError, match="contiguous"):
+        sess.get_global_func("testing.echo")(host[:, ::2])
+    sess.sync()
+    left = [f for f in os.listdir("/dev/shm") if f.startswith(f"rffi-session-{os.getpid()}-")]
+    assert left == []
 
 
 def test_worker_errors_are_raised_with_rank_function_and_traceback(sess, plugin):
@@ -185,3 +202,34 @@ def test_shutdown_twice_and_use_after(sess):
 def test_bad_construction():
     with pytest.raises(ValueError, match="at least 1"):
         rffi.ThreadSession(0)
+
+
+def test_a_dref_of_another_session_is_refused(sess):
+    with rffi.ThreadSession(1) as other:
+        r = other.get_global_func("testing.add_one")(1)
+        with pytest.raises(ValueError, match="another session"):
+            sess.get_global_func("testing.echo")(r)
+    sess.sync()
+
+
+def test_threads_share_a_session(sess):
+    import threading
+
+    add_one = sess.get_global_func("testing.add_one")
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(50):
+                r = add_one(k * 1000 + i)
+                assert r.fetch(i % 2) == k * 1000 + i + 1
+            sess.sync()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -74,7 +74,7 @@ typedef struct DLManagedTensorVersioned {
 /**
  * Minor version: additions that keep every existing layout and signature.
  */
-#define RFFI_VERSION_MINOR 1
+#define RFFI_VERSION_MINOR 2
 
 /**
  * Patch version.
@@ -166,6 +166,16 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIOpaquePyObject 74
 
 /**
+ * Mutable, shared sequence (`RFFISeqCell` with a separate buffer).
+ */
+#define kRFFIList 75
+
+/**
+ * Mutable, shared mapping with insertion order.
+ */
+#define kRFFIDict 76
+
+/**
  * First index handed out to object types registered at run time.
  */
 #define kRFFIDynObjectBegin 128
@@ -202,6 +212,56 @@ typedef struct DLManagedTensorVersioned {
  * empty, so a library that treats unknown modes as "append" changes nothing).
  */
 #define kRFFIBacktraceUpdateModeRender 2
+
+/**
+ * Field flag: the field may be written (`RFFIObjectSetField`).
+ */
+#define kRFFIFieldFlagBitMaskWritable (1 << 0)
+
+/**
+ * Field flag: `default_value_or_factory` holds a default.
+ */
+#define kRFFIFieldFlagBitMaskHasDefault (1 << 1)
+
+/**
+ * Method flag: a static method (no `self` argument).
+ */
+#define kRFFIFieldFlagBitMaskIsStaticMethod (1 << 2)
+
+/**
+ * Field flag: the default is a Function called with no argument for each new object.
+ */
+#define kRFFIFieldFlagBitMaskDefaultFromFactory (1 << 5)
+
+/**
+ * Field flag: left out of `repr`.
+ */
+#define kRFFIFieldFlagBitMaskReprOff (1 << 6)
+
+/**
+ * Field flag: left out of `==`.
+ */
+#define kRFFIFieldFlagBitMaskCompareOff (1 << 7)
+
+/**
+ * Field flag: left out of `hash`.
+ */
+#define kRFFIFieldFlagBitMaskHashOff (1 << 8)
+
+/**
+ * Field flag: not a parameter of the generated `__init__`.
+ */
+#define kRFFIFieldFlagBitMaskInitOff (1 << 9)
+
+/**
+ * Field flag: a keyword-only parameter of the generated `__init__`.
+ */
+#define kRFFIFieldFlagBitMaskKwOnly (1 << 10)
+
+/**
+ * Field flag: `setter` is a Function object called as `setter(object, value)`.
+ */
+#define kRFFIFieldFlagBitMaskSetterIsFunctionObj (1 << 11)
 
 /**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
@@ -304,6 +364,123 @@ typedef struct RFFIVersion {
   uint32_t minor;
   uint32_t patch;
 } RFFIVersion;
+
+/**
+ * Reads the field at `field` (the object's address plus the field's offset) into an owned value.
+ * Returns 0, or -1 with an error raised.
+ */
+typedef int32_t (*RFFIFieldGetter)(void *field, struct RFFIAny *result);
+
+/**
+ * One field of an object type (120 bytes).
+ *
+ * A field is reached either through `getter`/`setter`, or, when they are NULL, by its `offset`
+ * and `field_static_type_index`, for which the runtime has built-in accessors: `kRFFIInt`
+ * (`size` 1, 2, 4 or 8), `kRFFIFloat` (4 or 8), `kRFFIBool` (1), `kRFFIAny` (an owned `RFFIAny`,
+ * 16), and object indices (an owned `RFFIObjectHandle` that may be NULL, 8).
+ */
+typedef struct RFFIFieldInfo {
+  struct RFFIByteArray name;
+  struct RFFIByteArray doc;
+  /**
+   * JSON text, such as `{"type_schema": {"type": "int"}}`; may be empty.
+   */
+  struct RFFIByteArray metadata;
+  /**
+   * `kRFFIFieldFlagBitMask*`.
+   */
+  int64_t flags;
+  int64_t size;
+  int64_t alignment;
+  /**
+   * Byte offset from the object header.
+   */
+  int64_t offset;
+  RFFIFieldGetter getter;
+  /**
+   * An `RFFIFieldSetter`, or a Function object with `kRFFIFieldFlagBitMaskSetterIsFunctionObj`.
+   */
+  void *setter;
+  /**
+   * The default value, or with `kRFFIFieldFlagBitMaskDefaultFromFactory` a Function making it.
+   */
+  struct RFFIAny default_value_or_factory;
+  /**
+   * The value's type index (`kRFFIAny` for any value).
+   */
+  int32_t field_static_type_index;
+} RFFIFieldInfo;
+
+/**
+ * One method of an object type (72 bytes). `method` holds a Function; an instance method takes
+ * the object as its first argument.
+ */
+typedef struct RFFIMethodInfo {
+  struct RFFIByteArray name;
+  struct RFFIByteArray doc;
+  /**
+   * JSON text, such as `{"type_schema": ...}`; may be empty.
+   */
+  struct RFFIByteArray metadata;
+  /**
+   * `kRFFIFieldFlagBitMaskIsStaticMethod` for a static method.
+   */
+  int64_t flags;
+  struct RFFIAny method;
+} RFFIMethodInfo;
+
+/**
+ * Makes a new object of a type with every field at its default; returns 0, or -1 with an error.
+ */
+typedef int32_t (*RFFIObjectCreator)(RFFIObjectHandle *result);
+
+/**
+ * Type-wide information (32 bytes).
+ */
+typedef struct RFFITypeMetadata {
+  struct RFFIByteArray doc;
+  /**
+   * Makes an object with every field at its default, or NULL.
+   */
+  RFFIObjectCreator creator;
+  /**
+   * Size of the object in bytes, header included.
+   */
+  int32_t total_size;
+  int32_t structural_eq_hash_kind;
+} RFFITypeMetadata;
+
+/**
+ * A type of the type registry (72 bytes): key, index, single-inheritance ancestors, fields,
+ * methods and metadata. The runtime owns it; it lives as long as the process.
+ */
+typedef struct RFFITypeInfo {
+  int32_t type_index;
+  /**
+   * Number of ancestors: 0 for a root type (`ffi.Object` and the POD pseudo-types).
+   */
+  int32_t type_depth;
+  struct RFFIByteArray type_key;
+  /**
+   * `type_ancestors[d]` is the ancestor at depth `d`, for `d < type_depth`.
+   */
+  const struct RFFITypeInfo *const *type_ancestors;
+  uint64_t type_key_hash;
+  int32_t num_fields;
+  int32_t num_methods;
+  /**
+   * The type's own fields (not its ancestors').
+   */
+  const struct RFFIFieldInfo *fields;
+  /**
+   * The type's own methods (not its ancestors').
+   */
+  const struct RFFIMethodInfo *methods;
+  /**
+   * NULL until registered.
+   */
+  const struct RFFITypeMetadata *metadata;
+} RFFITypeInfo;
 
 /**
  * How an environment allocator reports an error: `set_error(error_ctx, kind, message)` with a
@@ -450,6 +627,16 @@ typedef struct RFFIHostApi {
   int32_t (*env_set_dlpack_managed_tensor_allocator)(RFFIDLPackManagedTensorAllocator,
                                                      int32_t,
                                                      RFFIDLPackManagedTensorAllocator*);
+  int32_t (*type_get_or_alloc_index)(const struct RFFIByteArray*,
+                                     int32_t,
+                                     int32_t,
+                                     int32_t,
+                                     int32_t,
+                                     int32_t);
+  const struct RFFITypeInfo *(*get_type_info)(int32_t);
+  int32_t (*type_register_field)(int32_t, const struct RFFIFieldInfo*);
+  int32_t (*type_register_method)(int32_t, const struct RFFIMethodInfo*);
+  int32_t (*type_register_metadata)(int32_t, const struct RFFITypeMetadata*);
 } RFFIHostApi;
 
 /**
@@ -735,6 +922,131 @@ int32_t RFFIObjectCreateOpaque(void *handle,
  * `out` must be writable.
  */
 int32_t RFFITypeIndexToKey(int32_t type_index, struct RFFIByteArray *out);
+
+/**
+ * Returns the index of `type_key`, registering it as an object type whose parent is
+ * `parent_type_index` (-1: `ffi.Object`) if it is unknown; -1 with an error raised on failure.
+ * With `parent_type_index` -2 it only looks the key up and returns -2 if it is absent.
+ * `static_type_index` is -1, or the index the key must already have; `type_depth` and the child
+ * slot arguments are accepted for tvm-ffi compatibility and ignored (depth follows the parent).
+ * Registering a known key with another parent is a ValueError.
+ *
+ * # Safety
+ * `type_key` must point to a valid byte array.
+ */
+int32_t RFFITypeGetOrAllocIndex(const struct RFFIByteArray *type_key,
+                                int32_t static_type_index,
+                                int32_t type_depth,
+                                int32_t num_child_slots,
+                                int32_t child_slots_can_overflow,
+                                int32_t parent_type_index);
+
+/**
+ * The type information of a type index (key, ancestors, own fields and methods, metadata), or
+ * NULL for an unknown index (no error raised). The pointer stays valid for the life of the
+ * process; the `fields` / `methods` arrays it points to may be replaced by later registrations
+ * (the old ones stay readable).
+ */
+const struct RFFITypeInfo *RFFIGetTypeInfo(int32_t type_index);
+
+/**
+ * Registers a field of a type. Everything is copied; a default value gains a reference kept for
+ * the life of the process. Without a getter the field must have a built-in accessor (see
+ * `RFFIFieldInfo`) and lie after the header. A duplicate name is a ValueError, an unknown
+ * type index a KeyError.
+ *
+ * # Safety
+ * `info` must be valid for the call; its getter and setter, if any, must follow their contracts
+ * for objects of this type and its descendants.
+ */
+int32_t RFFITypeRegisterField(int32_t type_index, const struct RFFIFieldInfo *info);
+
+/**
+ * Registers a method of a type: `info->method` must hold a Function (a TypeError otherwise),
+ * which the registry keeps for the life of the process. An instance method is called with the
+ * object first. A duplicate name is a ValueError.
+ *
+ * # Safety
+ * `info` must be valid for the call.
+ */
+int32_t RFFITypeRegisterMethod(int32_t type_index, const struct RFFIMethodInfo *info);
+
+/**
+ * Sets a type's metadata: docstring, creator (makes an object with default fields) and total
+ * size (with no creator, `RFFIObjectCreate` allocates that many zeroed bytes when every field has
+ * a built-in accessor).
+ *
+ * # Safety
+ * `metadata` must be valid for the call; its creator, if any, must follow its contract.
+ */
+int32_t RFFITypeRegisterMetadata(int32_t type_index, const struct RFFITypeMetadata *metadata);
+
+/**
+ * Reads the field `name` of an object (its type's or an ancestor's) into `*out` (owned). An
+ * unknown field is an AttributeError.
+ *
+ * # Safety
+ * `obj` must be a live object, `name` a valid byte array, `out` writable.
+ */
+int32_t RFFIObjectGetField(RFFIObjectHandle obj,
+                           const struct RFFIByteArray *name,
+                           struct RFFIAny *out);
+
+/**
+ * Writes the field `name` of an object from a borrowed value, checked against the field's type:
+ * a value that does not fit is a TypeError naming the type, the field and both types; a frozen
+ * field (no `kRFFIFieldFlagBitMaskWritable`) an AttributeError.
+ *
+ * # Safety
+ * `obj` must be a live object, `name` a valid byte array, `value` a valid value.
+ */
+int32_t RFFIObjectSetField(RFFIObjectHandle obj,
+                           const struct RFFIByteArray *name,
+                           const struct RFFIAny *value);
+
+/**
+ * Calls the method `name` of an object (an instance method gets `obj` as its first argument).
+ * An unknown method is an AttributeError.
+ *
+ * # Safety
+ * `obj` must be a live object, `name` a valid byte array, `args` `num_args` valid values, and
+ * `result` a writable value holding no object.
+ */
+int32_t RFFIObjectCallMethod(RFFIObjectHandle obj,
+                             const struct RFFIByteArray *name,
+                             const struct RFFIAny *args,
+                             int32_t num_args,
+                             struct RFFIAny *result);
+
+/**
+ * Makes a new object of a registered type with its fields at their defaults (see
+ * `RFFITypeRegisterMetadata`); a type that cannot be made so is a TypeError.
+ *
+ * # Safety
+ * `out` must be writable.
+ */
+int32_t RFFIObjectCreate(int32_t type_index, RFFIObjectHandle *out);
+
+/**
+ * 1 if the object's type is `type_index` or a descendant of it (one lookup), else 0 (also for a
+ * NULL handle).
+ *
+ * # Safety
+ * A non-null `obj` must be a live object.
+ */
+int32_t RFFIObjectIsInstance(RFFIObjectHandle obj, int32_t type_index);
+
+/**
+ * Registers `info->method` (a Function) as the global function `info->name`, with its metadata
+ * (`info->metadata`, a JSON object such as `{"type_schema": "<schema JSON>", "arg_names": [...]}`)
+ * and docstring (`info->doc`), as tvm-ffi's function of the same name. An existing name is a
+ * KeyError unless `allow_override`; invalid metadata is a ValueError and registers nothing.
+ *
+ * # Safety
+ * `info` must be valid for the call.
+ */
+int32_t RFFIFunctionSetGlobalFromMethodInfo(const struct RFFIMethodInfo *info,
+                                            int32_t allow_override);
 
 /**
  * Imports a legacy DLPack managed tensor as a Tensor without copying the data.

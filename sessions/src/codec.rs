@@ -23,6 +23,12 @@ pub enum Value {
     Ref(u64),
     Array(Vec<Value>),
     Map(Vec<(Value, Value)>),
+    /// A host tensor copied into a shared-memory segment (see `shm_tensor`).
+    ShmTensor {
+        name: String,
+        shape: Vec<i64>,
+        dtype: DataType,
+    },
 }
 
 const T_NONE: u8 = 0;
@@ -37,6 +43,7 @@ const T_DEVICE: u8 = 8;
 const T_REF: u8 = 9;
 const T_ARRAY: u8 = 10;
 const T_MAP: u8 = 11;
+const T_SHM_TENSOR: u8 = 12;
 
 /// Arrays and maps nest; a bound keeps a malformed or hostile frame from exhausting the stack.
 const MAX_DEPTH: usize = 64;
@@ -125,6 +132,12 @@ impl Writer {
                     self.value(k);
                     self.value(v);
                 }
+            }
+            Value::ShmTensor { name, shape, dtype } => {
+                self.u8(T_SHM_TENSOR);
+                self.str(name);
+                self.value(&Value::Shape(shape.clone()));
+                self.value(&Value::DataType(*dtype));
             }
         }
     }
@@ -244,6 +257,15 @@ impl<'a> Reader<'a> {
                 }
                 Value::Map(pairs)
             }
+            T_SHM_TENSOR => {
+                let name = self.str()?;
+                match (self.value_at(depth + 1)?, self.value_at(depth + 1)?) {
+                    (Value::Shape(shape), Value::DataType(dtype)) => {
+                        Value::ShmTensor { name, shape, dtype }
+                    }
+                    _ => return Err(malformed("a shared tensor needs a shape and a dtype")),
+                }
+            }
             t => return Err(malformed(&format!("unknown value tag {t}"))),
         })
     }
@@ -282,18 +304,19 @@ impl WireError {
 }
 
 impl Value {
-    /// Converts a value given to a session call. `as_ref` recognizes the caller's register
-    /// handles (DRef objects); anything that cannot cross is a TypeError naming what it is.
+    /// Converts a value given to a session call. `object` converts the objects the caller knows
+    /// how to send (its DRef handles, host tensors); anything else that cannot cross is a
+    /// TypeError naming what it is.
     pub fn from_view(
         v: &AnyView<'_>,
-        as_ref: &dyn Fn(&ObjectRef) -> Option<Result<u64>>,
+        as_ref: &dyn Fn(&ObjectRef) -> Option<Result<Value>>,
     ) -> Result<Value> {
         Self::from_view_at(v, as_ref, 0)
     }
 
     fn from_view_at(
         v: &AnyView<'_>,
-        as_ref: &dyn Fn(&ObjectRef) -> Option<Result<u64>>,
+        as_ref: &dyn Fn(&ObjectRef) -> Option<Result<Value>>,
         depth: usize,
     ) -> Result<Value> {
         if depth > MAX_DEPTH {
@@ -328,12 +351,12 @@ impl Value {
             ),
             _ => {
                 if let Some(r) = v.as_object().and_then(as_ref) {
-                    return Ok(Value::Ref(r?));
+                    return r;
                 }
                 return Err(Error::type_error(format!(
                     "a value of type {} cannot be sent to a worker (it takes None, bool, int, \
-                     float, str, bytes, Shape, dtype, Device, DRef, DFunction, DModule, and \
-                     arrays/maps of these)",
+                     float, str, bytes, Shape, dtype, Device, DRef, DFunction, DModule, host \
+                     tensors, and arrays/maps of these)",
                     v.type_name()
                 )));
             }
@@ -353,6 +376,9 @@ impl Value {
             Value::DataType(d) => d.into(),
             Value::Device(d) => d.into(),
             Value::Ref(r) => reg(r)?,
+            Value::ShmTensor { name, shape, dtype } => {
+                crate::shm_tensor::open(&name, &shape, dtype)?.into()
+            }
             Value::Array(items) => Array::new(
                 items
                     .into_iter()
@@ -397,6 +423,11 @@ mod tests {
         round_trip(Value::Ref(42));
         round_trip(Value::Array(vec![Value::Int(1), Value::Str("x".into())]));
         round_trip(Value::Map(vec![(Value::Str("k".into()), Value::Ref(3))]));
+        round_trip(Value::ShmTensor {
+            name: "/dev/shm/rffi-session-1-2".into(),
+            shape: vec![4],
+            dtype: DataType::float(32),
+        });
     }
 
     #[test]

@@ -7,35 +7,15 @@
 //! work with that same error.
 
 use crate::codec::{Value, WireError, Writer};
-use crate::process::{describe_status, spawn, Child, WorkerProgram};
+use crate::peer::Peer;
+use crate::process::WorkerProgram;
 use crate::protocol::{Command, Reg, Reply};
-use crate::transport::{Link, LinkError, SocketLink, ThreadLink};
-use crate::worker::serve;
+use crate::shm_tensor::Segment;
+use crate::transport::LinkError;
 use rffi_core::error::frame;
 use rffi_core::{Error, Result};
 use std::sync::{Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-enum Peer {
-    Thread {
-        link: ThreadLink,
-        join: Option<JoinHandle<std::result::Result<(), String>>>,
-    },
-    Process {
-        link: SocketLink,
-        child: Child,
-    },
-}
-
-impl Peer {
-    fn link(&self) -> &dyn Link {
-        match self {
-            Peer::Thread { link, .. } => link,
-            Peer::Process { link, .. } => link,
-        }
-    }
-}
 
 struct State {
     peers: Vec<Peer>,
@@ -44,12 +24,16 @@ struct State {
     seq: u64,
     /// A sync in progress: its sequence number and the ranks yet to answer.
     awaiting: Option<(u64, Vec<usize>)>,
+    /// A fetch in progress: its sequence number, register and rank.
+    awaiting_fetch: Option<(u64, Reg, usize)>,
     /// Failures that came with answers nobody waited for any more (an interrupted sync).
     stashed: Option<(usize, WireError)>,
     /// Set once a worker has ended: every later operation raises it.
     dead: Option<(String, String)>,
     shut: bool,
     writer: Writer,
+    /// Shared-memory segments of tensors sent since the last full sync (unlinked at the next).
+    segments: Vec<Segment>,
 }
 
 /// The shared core of a session; DRefs hold it to free their registers.
@@ -93,10 +77,12 @@ impl Controller {
                 free_regs: Vec::new(),
                 seq: 0,
                 awaiting: None,
+                awaiting_fetch: None,
                 stashed: None,
                 dead: None,
                 shut: false,
                 writer: Writer::default(),
+                segments: Vec::new(),
             }),
             released: Mutex::new(Vec::new()),
             failed_rank: Mutex::new(None),
@@ -107,7 +93,7 @@ impl Controller {
     pub fn threads(n: usize) -> Result<Controller> {
         check_count(n)?;
         let peers = (0..n)
-            .map(|rank| thread_peer(rank, n))
+            .map(|rank| Peer::thread(rank, n))
             .collect::<Result<_>>()?;
         Ok(Controller::new(peers))
     }
@@ -115,10 +101,9 @@ impl Controller {
     /// Worker 0 in a thread of this process, workers 1.. as processes of `program`.
     pub fn processes(n: usize, program: &WorkerProgram) -> Result<Controller> {
         check_count(n)?;
-        let mut peers = vec![thread_peer(0, n)?];
+        let mut peers = vec![Peer::thread(0, n)?];
         for rank in 1..n {
-            let (child, link) = spawn(program, rank, n)?;
-            peers.push(Peer::Process { link, child });
+            peers.push(Peer::process(program, rank, n)?);
         }
         Ok(Controller::new(peers))
     }
@@ -136,6 +121,13 @@ impl Controller {
     fn raise(&self, rank: usize, w: &WireError) -> Error {
         *lock(&self.failed_rank) = Some(rank);
         worker_error(rank, w)
+    }
+
+    /// Keeps the segments of a call's tensors until every worker has mapped them.
+    pub fn keep_segments(&self, segments: Vec<Segment>) {
+        if !segments.is_empty() {
+            lock(&self.state).segments.extend(segments);
+        }
     }
 
     /// Called when a handle's last reference goes; no I/O here.
@@ -156,21 +148,7 @@ impl Controller {
 
     /// Marks the session dead because worker `rank` ended, and returns the error saying so.
     fn worker_gone(&self, st: &mut State, rank: usize) -> Error {
-        let how = match &mut st.peers[rank] {
-            Peer::Process { child, .. } => format!(
-                "worker {rank} (pid {}) {}",
-                child.pid(),
-                describe_status(child.wait_timeout(Duration::from_secs(2)))
-            ),
-            Peer::Thread { join, .. } => {
-                let why = match join.take().map(JoinHandle::join) {
-                    Some(Ok(Err(msg))) => msg,
-                    Some(Err(_)) => "it panicked".into(),
-                    _ => "it stopped".into(),
-                };
-                format!("worker {rank} (a thread of the controller) ended: {why}")
-            }
-        };
+        let how = st.peers[rank].how_it_ended(rank);
         let msg = format!("{how}; the session cannot be used any more");
         *lock(&self.failed_rank) = Some(rank);
         st.dead = Some(("RuntimeError".into(), msg.clone()));
@@ -263,7 +241,17 @@ impl Controller {
             if reply.seq() == seq {
                 return Ok(Some(reply));
             }
-            // An answer to a wait that was given up (an interrupted sync): keep its failure.
+            // An answer to a wait that was given up (an interrupted sync or fetch): keep its
+            // failure, and do not wait for it again.
+            let stale = reply.seq();
+            if let Some((s, ranks)) = &mut st.awaiting {
+                if *s == stale {
+                    ranks.retain(|r| *r != rank);
+                }
+            }
+            if st.awaiting_fetch.is_some_and(|(s, _, _)| s == stale) {
+                st.awaiting_fetch = None;
+            }
             let err = match reply {
                 Reply::Done { error, .. } => error,
                 Reply::Fetched { result, .. } => result.err(),
@@ -313,6 +301,10 @@ impl Controller {
                 Err(e) => return Err(e),
             }
         }
+        if !only_worker_0 {
+            // Every worker has run every earlier call: their tensors are mapped.
+            st.segments.clear();
+        }
         match first {
             Some((rank, e)) => Err(self.raise(rank, &e)),
             None => Ok(true),
@@ -321,6 +313,18 @@ impl Controller {
 
     /// The value of `reg` on worker `rank`.
     pub fn fetch(&self, reg: Reg, rank: usize) -> Result<Value> {
+        Ok(self.fetch_timeout(reg, rank, None)?.expect("no timeout"))
+    }
+
+    /// `fetch`, waiting at most `timeout`: `Ok(None)` when the answer has not come yet (the
+    /// fetch stays in progress, and the next call for the same register and rank goes on
+    /// waiting for it).
+    pub fn fetch_timeout(
+        &self,
+        reg: Reg,
+        rank: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Value>> {
         if rank >= self.num_workers {
             return Err(Error::index_error(format!(
                 "worker rank {rank} is out of range for a session of {} workers",
@@ -328,15 +332,25 @@ impl Controller {
             )));
         }
         let mut st = self.usable()?;
-        let seq = Self::next_seq(&mut st);
-        self.send_to(&mut st, &[rank], &Command::Fetch { seq, reg })?;
-        let reply = self.wait_reply(&mut st, rank, seq, None)?;
+        let seq = match st.awaiting_fetch.take() {
+            Some((seq, r, k)) if r == reg && k == rank => seq,
+            _ => {
+                let seq = Self::next_seq(&mut st);
+                self.send_to(&mut st, &[rank], &Command::Fetch { seq, reg })?;
+                seq
+            }
+        };
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let Some(reply) = self.wait_reply(&mut st, rank, seq, deadline)? else {
+            st.awaiting_fetch = Some((seq, reg, rank));
+            return Ok(None);
+        };
         if let Some((r, e)) = st.stashed.take() {
             return Err(self.raise(r, &e));
         }
         match reply {
-            Some(Reply::Fetched { result: Ok(v), .. }) => Ok(v),
-            Some(Reply::Fetched { result: Err(e), .. }) => Err(self.raise(rank, &e)),
+            Reply::Fetched { result: Ok(v), .. } => Ok(Some(v)),
+            Reply::Fetched { result: Err(e), .. } => Err(self.raise(rank, &e)),
             _ => Err(Error::runtime_error(format!(
                 "worker {rank} answered a fetch with something else"
             ))),
@@ -391,25 +405,14 @@ impl Controller {
             let _ = p.link().send(&w.buf);
         }
         let peers = std::mem::take(&mut st.peers);
+        // Unlinked once the workers have stopped (a queued call may still map one).
+        let segments = std::mem::take(&mut st.segments);
         drop(st);
         let deadline = Instant::now() + Duration::from_secs(2);
         for p in peers {
-            match p {
-                Peer::Thread { link, join } => {
-                    drop(link);
-                    if let Some(j) = join {
-                        let _ = j.join();
-                    }
-                }
-                Peer::Process { link, child } => {
-                    drop(link);
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if child.wait_timeout(left).is_none() {
-                        child.kill_and_reap();
-                    }
-                }
-            }
+            p.stop(deadline);
         }
+        drop(segments);
     }
 
     /// Process ids of the worker processes (for tests that kill one).
@@ -417,10 +420,7 @@ impl Controller {
         lock(&self.state)
             .peers
             .iter()
-            .filter_map(|p| match p {
-                Peer::Process { child, .. } => Some(child.pid()),
-                Peer::Thread { .. } => None,
-            })
+            .filter_map(Peer::pid)
             .collect()
     }
 }
@@ -436,16 +436,4 @@ fn check_count(n: usize) -> Result<()> {
         return Err(Error::value_error("a session needs at least 1 worker"));
     }
     Ok(())
-}
-
-fn thread_peer(rank: usize, world: usize) -> Result<Peer> {
-    let (ours, theirs) = ThreadLink::pair();
-    let join = std::thread::Builder::new()
-        .name(format!("rffi-worker-{rank}"))
-        .spawn(move || serve(rank, world, &theirs))
-        .map_err(|e| Error::runtime_error(format!("cannot start worker thread {rank}: {e}")))?;
-    Ok(Peer::Thread {
-        link: ours,
-        join: Some(join),
-    })
 }

@@ -9,6 +9,7 @@ use crate::protocol::Reg;
 use rffi_core::{Any, AnyView, Error, ObjectRef, Result};
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 struct Handle {
     ctl: Arc<Controller>,
@@ -69,6 +70,21 @@ impl DRef {
                 "a fetched value cannot refer to a register",
             ))
         })
+    }
+
+    /// `fetch`, waiting at most `timeout`: `Ok(None)` while the value has not come (call again
+    /// to go on waiting; bindings wait in slices so an interrupt is seen).
+    pub fn fetch_timeout(&self, rank: usize, timeout: Duration) -> Result<Option<Any>> {
+        match self.0.ctl.fetch_timeout(self.0.reg, rank, Some(timeout))? {
+            None => Ok(None),
+            Some(v) => v
+                .into_any(&|_| {
+                    Err(Error::type_error(
+                        "a fetched value cannot refer to a register",
+                    ))
+                })
+                .map(Some),
+        }
     }
 
     /// This handle as an rffi object (sharing the register: the last of all handles frees it).

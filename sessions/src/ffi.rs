@@ -198,12 +198,24 @@ register_global_packed!("session.Sync", |a: &[AnyView<'_>]| {
     Ok(Any::from(done))
 });
 
-register_global!("session.Fetch", |d: ObjectRef, rank: i64| -> Result<Any> {
+// `session.Fetch(dref, rank, timeout_s)`: `[True, value]`, or `[False]` when the value has not
+// come within `timeout_s` (negative: no limit); calling again goes on waiting for the same fetch.
+register_global!("session.Fetch", |d: ObjectRef,
+                                   rank: i64,
+                                   t: f64|
+ -> Result<Array> {
     let d = DRef::from_object(&d)
         .ok_or_else(|| Error::type_error("session.Fetch argument #0: expected a DRef"))?;
     let rank = usize::try_from(rank)
         .map_err(|_| Error::index_error(format!("worker rank {rank} is negative")))?;
-    d.fetch(rank)
+    let got = match timeout(t) {
+        None => Some(d.fetch(rank)?),
+        Some(t) => d.fetch_timeout(rank, t)?,
+    };
+    Ok(Array::new(match got {
+        Some(v) => vec![true.into(), v],
+        None => vec![false.into()],
+    }))
 });
 
 register_global_packed!("session.Shutdown", |a: &[AnyView<'_>]| {

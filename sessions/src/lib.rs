@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Layers: `codec` (values and errors as bytes), `protocol` (commands and replies), `transport`
-//! (mailboxes and sockets), `worker` (the command loop and register file), `process` (spawning
+//! (mailboxes and sockets), `shm_tensor` (host tensors through shared memory), `worker` (the command loop and register file), `process` (spawning
 //! and reaping worker processes), `controller` (broadcast, sync, failures), `dref` (handles),
 //! `session` (the Rust API) and `ffi` (the `session.*` registry functions).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -22,9 +22,11 @@ pub mod codec;
 pub mod controller;
 pub mod dref;
 pub mod ffi;
+mod peer;
 pub mod process;
 pub mod protocol;
 pub mod session;
+pub mod shm_tensor;
 pub mod transport;
 pub mod worker;
 

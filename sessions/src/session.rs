@@ -6,6 +6,8 @@ use crate::controller::Controller;
 use crate::dref::{DFunction, DModule, DRef};
 use crate::process::WorkerProgram;
 use crate::protocol::Command;
+use crate::shm_tensor;
+use rffi_core::ObjectType;
 use rffi_core::{AnyView, DataType, Device, Error, Result, Tensor};
 use std::sync::Arc;
 
@@ -51,20 +53,31 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
             "the function belongs to another session",
         ));
     }
-    let as_ref = |obj: &rffi_core::ObjectRef| {
-        DRef::from_object(obj).map(|d| {
-            if Arc::ptr_eq(d.controller(), ctl) {
-                Ok(d.register())
+    let segments = std::cell::RefCell::new(Vec::new());
+    let object = |obj: &rffi_core::ObjectRef| {
+        if let Some(d) = DRef::from_object(obj) {
+            return Some(if Arc::ptr_eq(d.controller(), ctl) {
+                Ok(Value::Ref(d.register()))
             } else {
                 Err(Error::value_error("a DRef of another session"))
-            }
-        })
+            });
+        }
+        let t = Tensor::from_object(obj.clone()).ok()?;
+        Some(shm_tensor::share(&t).map(|seg| {
+            let v = Value::ShmTensor {
+                name: seg.name.clone(),
+                shape: t.shape().to_vec(),
+                dtype: t.dtype(),
+            };
+            segments.borrow_mut().push(seg);
+            v
+        }))
     };
     let values = args
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            Value::from_view(a, &as_ref)
+            Value::from_view(a, &object)
                 .map_err(|e| Error::new(&e.kind(), format!("argument #{i}: {}", e.message())))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -74,6 +87,7 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
         func,
         args: values,
     })?;
+    ctl.keep_segments(segments.into_inner());
     Ok(DRef::new(ctl.clone(), reg))
 }
 

@@ -168,6 +168,38 @@ fn plugins_and_tensors_both_ways() {
 }
 
 #[test]
+fn host_tensors_reach_every_worker_through_shared_memory() {
+    for (kind, s) in sessions(2) {
+        s.load_module(&plugin()).unwrap();
+        let host = Tensor::from_slice(&[1f32, 2., 3., 4.], &[2, 2]).unwrap();
+        let scale = s.get_global_func("session_test.scale").unwrap();
+        let sum = s.get_global_func("session_test.sum").unwrap();
+        // Each worker scales its own private copy; the host array is untouched.
+        let scaled = scale.call(&[(&host).into(), 3.0f64.into()]).unwrap();
+        let total = sum.call(&[(&scaled).into()]).unwrap();
+        for w in 0..2 {
+            assert_eq!(
+                total.fetch(w).unwrap().try_as::<f64>().unwrap(),
+                30.0,
+                "{kind}"
+            );
+        }
+        assert_eq!(host.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
+        s.sync().unwrap();
+        let leftover = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("rffi-session-{}-", std::process::id()))
+            })
+            .count();
+        assert_eq!(leftover, 0, "{kind}: segments left after a sync");
+    }
+}
+
+#[test]
 fn worker_errors_and_panics_are_raised_and_the_session_survives() {
     for (kind, s) in sessions(2) {
         let m = s.load_module(&plugin()).unwrap();

@@ -72,5 +72,29 @@ _Static_assert(offsetof(DLManagedTensor, deleter) == 56, "legacy deleter");
 _Static_assert(kRFFIStr == 65 && kRFFIFunction == 68 && kRFFIArray == 71, "type indices");
 _Static_assert(kRFFISmallStr == 11 && kRFFISmallBytes == 12, "small string indices");
 _Static_assert(kRFFIDynObjectBegin == 128, "dynamic types");
+_Static_assert(kRFFIList == 75 && kRFFIDict == 76, "mutable container indices");
+
+/* Reflection: tvm-ffi's TVMFFITypeInfo / FieldInfo / MethodInfo / TypeMetadata. */
+_Static_assert(sizeof(RFFITypeInfo) == 72, "TypeInfo 72 bytes");
+_Static_assert(offsetof(RFFITypeInfo, type_key) == 8, "TypeInfo type_key @8");
+_Static_assert(offsetof(RFFITypeInfo, type_ancestors) == 24, "TypeInfo ancestors @24");
+_Static_assert(offsetof(RFFITypeInfo, type_key_hash) == 32, "TypeInfo key hash @32");
+_Static_assert(offsetof(RFFITypeInfo, num_fields) == 40, "TypeInfo num_fields @40");
+_Static_assert(offsetof(RFFITypeInfo, fields) == 48, "TypeInfo fields @48");
+_Static_assert(offsetof(RFFITypeInfo, methods) == 56, "TypeInfo methods @56");
+_Static_assert(offsetof(RFFITypeInfo, metadata) == 64, "TypeInfo metadata @64");
+_Static_assert(sizeof(RFFIFieldInfo) == 120, "FieldInfo 120 bytes");
+_Static_assert(offsetof(RFFIFieldInfo, flags) == 48, "FieldInfo flags @48");
+_Static_assert(offsetof(RFFIFieldInfo, offset) == 72, "FieldInfo offset @72");
+_Static_assert(offsetof(RFFIFieldInfo, getter) == 80, "FieldInfo getter @80");
+_Static_assert(offsetof(RFFIFieldInfo, setter) == 88, "FieldInfo setter @88");
+_Static_assert(offsetof(RFFIFieldInfo, default_value_or_factory) == 96, "FieldInfo default @96");
+_Static_assert(offsetof(RFFIFieldInfo, field_static_type_index) == 112, "FieldInfo index @112");
+_Static_assert(sizeof(RFFIMethodInfo) == 72, "MethodInfo 72 bytes");
+_Static_assert(offsetof(RFFIMethodInfo, method) == 56, "MethodInfo method @56");
+_Static_assert(sizeof(RFFITypeMetadata) == 32, "TypeMetadata 32 bytes");
+_Static_assert(offsetof(RFFITypeMetadata, total_size) == 24, "TypeMetadata total_size @24");
+_Static_assert(kRFFIFieldFlagBitMaskKwOnly == (1 << 10), "field flag bits");
+_Static_assert(kRFFIFieldFlagBitMaskSetterIsFunctionObj == (1 << 11), "field flag bits");
 
 int main(void) { return 0; }

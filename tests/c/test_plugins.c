@@ -52,6 +52,41 @@ static void test_rust_plugin(const char* path) {
   CHECK(ba_contains(bt, "in rust_plugin.checked_div"));
   RFFIObjectDecRef(err);
 
+  /* An object of a type the plugin declared: fields and methods by name from C. */
+  {
+    RFFIObjectHandle make = get_global("rust_plugin.make_counter"), counter;
+    RFFIByteArray count = ba_of("count"), name = ba_of("name"), inc = ba_of("increment");
+    RFFIAny v;
+    int32_t index = -1;
+    RFFIByteArray key = ba_of("rust_plugin.Counter");
+    const RFFITypeInfo* info;
+    memset(args, 0, sizeof(args));
+    args[0].type_index = kRFFIRawStr;
+    args[0].v.v_c_str = "clicks";
+    args[1] = int_any(3);
+    memset(&result, 0, sizeof(result));
+    CHECK(RFFIFunctionCall(make, args, 2, &result) == 0);
+    counter = result.v.v_obj;
+    CHECK(RFFITypeKeyToIndex(&key, &index) == 0 && result.type_index == index);
+    info = RFFIGetTypeInfo(index);
+    CHECK(info != NULL && info->num_fields == 2 && info->num_methods == 1);
+    CHECK(info != NULL && ba_equals(info->fields[1].name, "count"));
+    CHECK(info != NULL && ba_equals(info->methods[0].doc, "Adds `by` to the count and returns the new count."));
+    memset(&v, 0, sizeof(v));
+    CHECK(RFFIObjectGetField(counter, &count, &v) == 0 && v.type_index == kRFFIInt && v.v.v_int64 == 3);
+    v = int_any(40);
+    CHECK(RFFIObjectSetField(counter, &count, &v) == 0);
+    args[0] = int_any(2);
+    memset(&result, 0, sizeof(result));
+    CHECK(RFFIObjectCallMethod(counter, &inc, args, 1, &result) == 0 && result.v.v_int64 == 42);
+    CHECK(RFFIObjectSetField(counter, &name, &v) == -1);
+    expect_error("AttributeError", "frozen");
+    CHECK(RFFIObjectIsInstance(counter, index) == 1 && RFFIObjectIsInstance(counter, kRFFIObject) == 1);
+    CHECK(RFFIObjectIsInstance(counter, kRFFIArray) == 0);
+    RFFIObjectDecRef(counter);
+    RFFIObjectDecRef(make);
+  }
+
   /* The plugin calls a callback of this host. */
   map = get_global("rust_plugin.map");
   make_array = get_global("ffi.Array");

@@ -22,6 +22,40 @@ register_global!("rust_plugin.point_type_index", || {
     rffi_core::type_registry::get_or_alloc_type_index("rust_plugin.Point")
 });
 
+// An object type with fields and methods, declared once here: the host (C, Python or Rust) reads
+// its fields and calls its methods by name, through the one type registry.
+rffi_core::object_type! {
+    /// A named counter made by the Rust plugin.
+    pub struct Counter("rust_plugin.Counter") {
+        /// The counter's name (frozen).
+        pub name: String,
+        /// The current count (writable from every language).
+        pub count: rffi_core::reflection::Mut<i64>,
+    }
+    methods {
+        /// Adds `by` to the count and returns the new count.
+        "increment" => |c: rffi_core::reflection::Obj<Counter>, by: i64| {
+            c.count.set(c.count.get() + by);
+            c.count.get()
+        };
+    }
+}
+
+register_global!("rust_plugin.make_counter", |name: String, start: i64| {
+    rffi_core::reflection::Obj::new(Counter {
+        base: Default::default(),
+        name,
+        count: rffi_core::reflection::Mut::new(start),
+    })
+});
+
+// Reads a field of any object by name, whichever language defined its type (a Python py_class,
+// a C field table, a Rust object_type!): the plugin sees the host's one type registry.
+register_global!(
+    "rust_plugin.get_field",
+    |obj: rffi_core::ObjectRef, name: String| rffi_core::reflection::get_field(&obj, &name)
+);
+
 // The stream a kernel would launch on: the host's current stream for the device.
 register_global!("rust_plugin.current_stream", |d: rffi_core::Device| {
     rffi_core::OpaquePtr(rffi_core::stream::current_stream(d))

@@ -7,9 +7,11 @@
 
 mod dlpack;
 mod plugin;
+mod reflection;
 mod tensor;
 pub use dlpack::*;
 pub use plugin::*;
+pub use reflection::*;
 pub use tensor::*;
 
 use core::ffi::{c_char, c_void};
@@ -18,7 +20,7 @@ use core::mem::{offset_of, size_of};
 /// Major version of the rffi C ABI. A plugin built for another major version is refused.
 pub const RFFI_VERSION_MAJOR: u32 = 0;
 /// Minor version: additions that keep every existing layout and signature.
-pub const RFFI_VERSION_MINOR: u32 = 1;
+pub const RFFI_VERSION_MINOR: u32 = 2;
 /// Patch version.
 pub const RFFI_VERSION_PATCH: u32 = 0;
 
@@ -72,6 +74,10 @@ pub const kRFFIArray: i32 = 71;
 pub const kRFFIMap: i32 = 72;
 pub const kRFFIModule: i32 = 73;
 pub const kRFFIOpaquePyObject: i32 = 74;
+/// Mutable, shared sequence (`RFFISeqCell` with a separate buffer).
+pub const kRFFIList: i32 = 75;
+/// Mutable, shared mapping with insertion order.
+pub const kRFFIDict: i32 = 76;
 /// First index handed out to object types registered at run time.
 pub const kRFFIDynObjectBegin: i32 = 128;
 

@@ -8,6 +8,7 @@
 
 use super::{DLDataType, RFFIAny, RFFIByteArray, RFFIObjectHandle, RFFISafeCallType, RFFIVersion};
 use super::{DLManagedTensor, DLManagedTensorVersioned, RFFIDLPackManagedTensorAllocator};
+use super::{RFFIFieldInfo, RFFIMethodInfo, RFFITypeInfo, RFFITypeMetadata};
 use core::ffi::{c_char, c_void};
 
 /// Plugin symbol: `RFFIVersion rffi_plugin_version`, the ABI the plugin was built for. The loader
@@ -84,4 +85,11 @@ pub struct RFFIHostApi {
         i32,
         *mut RFFIDLPackManagedTensorAllocator,
     ) -> i32,
+    // ABI 0.2: the type registry's reflection.
+    pub type_get_or_alloc_index:
+        unsafe extern "C" fn(*const RFFIByteArray, i32, i32, i32, i32, i32) -> i32,
+    pub get_type_info: extern "C" fn(i32) -> *const RFFITypeInfo,
+    pub type_register_field: unsafe extern "C" fn(i32, *const RFFIFieldInfo) -> i32,
+    pub type_register_method: unsafe extern "C" fn(i32, *const RFFIMethodInfo) -> i32,
+    pub type_register_metadata: unsafe extern "C" fn(i32, *const RFFITypeMetadata) -> i32,
 }

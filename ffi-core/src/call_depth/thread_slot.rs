@@ -203,22 +203,37 @@ mod tests {
 
     #[test]
     fn a_thread_claims_a_slot_and_frees_it_when_it_exits() {
-        let Some(_) = thread_pointer() else { return };
-        let (tp, had_fast) = std::thread::spawn(|| {
-            let tp = thread_pointer().unwrap();
+        /// Registered before HOLDER, so destroyed after it: sees the slot after the release.
+        struct AfterHolder(std::sync::mpsc::Sender<bool>, usize);
+        impl Drop for AfterHolder {
+            fn drop(&mut self) {
+                let freed = slot_of(self.1).owner.load(Ordering::Relaxed) != self.1;
+                let _ = self.0.send(freed);
+            }
+        }
+        thread_local! {
+            static AFTER: std::cell::RefCell<Option<AfterHolder>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let claimed = std::thread::spawn(move || {
+            let tp = thread_pointer()?;
+            AFTER.with(|a| *a.borrow_mut() = Some(AfterHolder(tx, tp)));
             assert!(fast_guard().is_none(), "no slot before the first callback");
-            let claimed = with_guard(|g| std::ptr::eq(g, &slot_of(tp).guard));
-            // Either this thread got its slot (and then finds it on the fast path) or another
-            // live thread holds it.
-            (
-                tp,
-                claimed && fast_guard().is_some_and(|g| std::ptr::eq(g, &slot_of(tp).guard)),
-            )
+            let in_slot = with_guard(|g| std::ptr::eq(g, &slot_of(tp).guard));
+            // A thread that got its slot finds it on the fast path; one whose slot another live
+            // thread holds never does.
+            let fast = fast_guard().is_some_and(|g| std::ptr::eq(g, &slot_of(tp).guard));
+            assert_eq!(fast, in_slot);
+            Some(in_slot)
         })
         .join()
         .unwrap();
-        if had_fast {
-            assert_ne!(slot_of(tp).owner.load(Ordering::Relaxed), tp);
+        if claimed.is_some() {
+            assert!(
+                rx.recv().unwrap(),
+                "the slot is free once its thread has exited"
+            );
         }
     }
 

@@ -1,6 +1,6 @@
 //! The table of this image's C entry points that the loader hands to plugins.
 
-use super::{error::*, function::*, module::*, object::*, tensor::*, value::*};
+use super::{error::*, function::*, module::*, object::*, reflection::*, tensor::*, value::*};
 use crate::abi::RFFIHostApi;
 
 static HOST_API: RFFIHostApi = RFFIHostApi {
@@ -31,6 +31,11 @@ static HOST_API: RFFIHostApi = RFFIHostApi {
     tensor_from_dlpack: RFFITensorFromDLPack,
     tensor_from_dlpack_versioned: RFFITensorFromDLPackVersioned,
     env_set_dlpack_managed_tensor_allocator: RFFIEnvSetDLPackManagedTensorAllocator,
+    type_get_or_alloc_index: RFFITypeGetOrAllocIndex,
+    get_type_info: RFFIGetTypeInfo,
+    type_register_field: RFFITypeRegisterField,
+    type_register_method: RFFITypeRegisterMethod,
+    type_register_metadata: RFFITypeRegisterMetadata,
 };
 
 /// The table handed to plugins: this image's, or — when this image is itself a plugin — the

@@ -12,5 +12,6 @@ pub mod function;
 pub mod host;
 pub mod module;
 pub mod object;
+pub mod reflection;
 pub mod tensor;
 pub mod value;

@@ -85,6 +85,11 @@ inline const RFFIHostApi& api() {
       &RFFITensorFromDLPack,
       &RFFITensorFromDLPackVersioned,
       &RFFIEnvSetDLPackManagedTensorAllocator,
+      &RFFITypeGetOrAllocIndex,
+      &RFFIGetTypeInfo,
+      &RFFITypeRegisterField,
+      &RFFITypeRegisterMethod,
+      &RFFITypeRegisterMetadata,
   };
   return table;
 }

@@ -1,0 +1,295 @@
+//! What `object_type!` expands to: builders for one field, one method and the type's metadata,
+//! each registering itself. Field options are method names: `#[default = v]`,
+//! `#[default_factory = f]`, `#[kw_only]`, `#[init_off]`, `#[repr_off]`, `#[compare_off]`,
+//! `#[hash_off]`, and `#[doc = ...]` (what `///` becomes).
+
+use super::object_def::{field_getter, FieldValue};
+use crate::abi::*;
+use crate::error::Result;
+use crate::host::byte_array;
+use crate::{Any, Function};
+
+/// One field of an `object_type!`.
+pub struct FieldSpec {
+    name: &'static str,
+    doc: String,
+    schema: String,
+    info: RFFIFieldInfo,
+    default: Option<Any>,
+}
+
+impl FieldSpec {
+    pub fn new<T: FieldValue>(name: &'static str, offset: usize) -> FieldSpec {
+        let setter = T::setter();
+        let mut flags = 0;
+        if setter.is_some() {
+            flags |= kRFFIFieldFlagBitMaskWritable;
+        }
+        FieldSpec {
+            name,
+            doc: String::new(),
+            schema: T::schema(),
+            info: RFFIFieldInfo {
+                name: byte_array(b""),
+                doc: byte_array(b""),
+                metadata: byte_array(b""),
+                flags,
+                size: core::mem::size_of::<T>() as i64,
+                alignment: core::mem::align_of::<T>() as i64,
+                offset: offset as i64,
+                getter: Some(field_getter::<T>),
+                setter: setter.map_or(core::ptr::null_mut(), |s| s as *mut core::ffi::c_void),
+                default_value_or_factory: crate::any::NONE_RAW,
+                field_static_type_index: T::STATIC_INDEX,
+            },
+            default: None,
+        }
+    }
+
+    pub fn doc(mut self, line: &str) -> Self {
+        if !self.doc.is_empty() {
+            self.doc.push('\n');
+        }
+        self.doc.push_str(line.strip_prefix(' ').unwrap_or(line));
+        self
+    }
+
+    pub fn default(mut self, v: impl Into<Any>) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskHasDefault;
+        self.default = Some(v.into());
+        self
+    }
+
+    pub fn default_factory<F, R>(mut self, f: F) -> Self
+    where
+        F: crate::function::TypedFn<()> + Fn() -> R,
+    {
+        self.info.flags |=
+            kRFFIFieldFlagBitMaskHasDefault | kRFFIFieldFlagBitMaskDefaultFromFactory;
+        self.default = Some(Function::from_typed(f).into());
+        self
+    }
+
+    pub fn kw_only(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskKwOnly;
+        self
+    }
+    pub fn init_off(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskInitOff;
+        self
+    }
+    pub fn repr_off(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskReprOff;
+        self
+    }
+    pub fn compare_off(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskCompareOff;
+        self
+    }
+    pub fn hash_off(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskHashOff;
+        self
+    }
+
+    pub fn register(mut self, type_index: i32) -> Result<()> {
+        let metadata = format!(
+            r#"{{"type_schema":{}}}"#,
+            crate::schema::json_quote(&self.schema)
+        );
+        self.info.name = byte_array(self.name.as_bytes());
+        self.info.doc = byte_array(self.doc.as_bytes());
+        self.info.metadata = byte_array(metadata.as_bytes());
+        if let Some(d) = &self.default {
+            self.info.default_value_or_factory = *d.as_raw();
+        }
+        // SAFETY: every pointer in `info` borrows from `self` or `metadata`, alive for the call.
+        unsafe { super::register_field(type_index, &self.info) }
+    }
+}
+
+/// One method of an `object_type!`: `#[static_method]` marks a static one.
+pub struct MethodSpec {
+    name: &'static str,
+    doc: String,
+    flags: i64,
+    function: Function,
+}
+
+impl MethodSpec {
+    pub fn new(name: &'static str, function: Function) -> MethodSpec {
+        MethodSpec {
+            name,
+            doc: String::new(),
+            flags: 0,
+            function,
+        }
+    }
+    pub fn doc(mut self, line: &str) -> Self {
+        if !self.doc.is_empty() {
+            self.doc.push('\n');
+        }
+        self.doc.push_str(line.strip_prefix(' ').unwrap_or(line));
+        self
+    }
+    pub fn static_method(mut self) -> Self {
+        self.flags |= kRFFIFieldFlagBitMaskIsStaticMethod;
+        self
+    }
+    pub fn register(self, type_index: i32) -> Result<()> {
+        let value = Any::from(self.function.clone());
+        let info = RFFIMethodInfo {
+            name: byte_array(self.name.as_bytes()),
+            doc: byte_array(self.doc.as_bytes()),
+            metadata: byte_array(b""),
+            flags: self.flags,
+            method: *value.as_raw(),
+        };
+        // SAFETY: every pointer in `info` borrows from `self` / `value`, alive for the call.
+        unsafe { super::register_method(type_index, &info) }
+    }
+}
+
+/// The type-wide docstring of an `object_type!`. Its `total_size` stays 0: the runtime never
+/// allocates a Rust type itself (`RFFIObjectCreate` refuses it, and no type a binding defines
+/// extends it), since its fields need Rust's construction and drop.
+pub fn register_type_doc(type_index: i32, doc_lines: &[&str], _size: usize) -> Result<()> {
+    let doc = doc_lines
+        .iter()
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let meta = RFFITypeMetadata {
+        doc: byte_array(doc.as_bytes()),
+        creator: None,
+        total_size: 0,
+        structural_eq_hash_kind: 0,
+    };
+    // SAFETY: the doc borrows a local alive for the call.
+    unsafe { super::register_metadata(type_index, &meta) }
+}
+
+/// Whether a type already has members (declared by another image of the same crate): then its
+/// declaration is not repeated.
+pub fn has_members(type_index: i32) -> bool {
+    crate::type_registry::type_info(type_index)
+        .is_some_and(|i| i.num_fields > 0 || i.num_methods > 0 || !i.metadata.is_null())
+}
+
+/// Declares an object type in Rust: a `#[repr(C)]` struct starting with its header (or, after
+/// `: Parent`, with the parent type as field `base`), registered under its key with its fields
+/// (read by every language; `Mut<T>` fields are writable) and methods.
+///
+/// ```
+/// use rffi_core::reflection::{Obj, ObjectHeader};
+/// rffi_core::object_type! {
+///     /// A point in the plane.
+///     pub struct Point("doc.Point") {
+///         /// The x coordinate.
+///         pub x: f64,
+///         #[default = 0.0]
+///         pub y: f64,
+///     }
+///     methods {
+///         /// The distance from the origin.
+///         "norm" => |p: Obj<Point>| (p.x * p.x + p.y * p.y).sqrt();
+///     }
+/// }
+/// let p = Obj::new(Point { base: ObjectHeader::default(), x: 3.0, y: 4.0 });
+/// let n = rffi_core::reflection::call_method(p.as_object(), "norm", &[]).unwrap();
+/// assert_eq!(n.try_as::<f64>().unwrap(), 5.0);
+/// ```
+#[macro_export]
+macro_rules! object_type {
+    (
+        $(#[doc = $doc:literal])*
+        $vis:vis struct $name:ident ($key:literal) $(: $parent:ty)? {
+            $(
+                $(#[$fattr:ident $(= $fval:expr)?])*
+                $fvis:vis $field:ident : $fty:ty
+            ),* $(,)?
+        }
+        $(methods {
+            $(
+                $(#[$mattr:ident $(= $mval:expr)?])*
+                $mname:literal => $mfn:expr
+            );* $(;)?
+        })?
+    ) => {
+        $(#[doc = $doc])*
+        #[repr(C)]
+        $vis struct $name {
+            /// The object header, or the parent type this one extends.
+            pub base: $crate::__object_base!($($parent)?),
+            $($fvis $field: $fty,)*
+        }
+
+        // SAFETY: `#[repr(C)]` with the header (or the parent, which starts with it) first; the
+        // index is the one registered for the key.
+        unsafe impl $crate::reflection::ObjectDef for $name {
+            const TYPE_KEY: &'static str = $key;
+            fn type_index() -> i32 {
+                static INDEX: ::std::sync::OnceLock<i32> = ::std::sync::OnceLock::new();
+                if let Some(&index) = INDEX.get() {
+                    return index;
+                }
+                // Every declared type first (this one included), unless that is under way.
+                $crate::reflection::declare_static_types();
+                *INDEX.get_or_init(|| {
+                    let declare = || -> $crate::Result<i32> {
+                        let parent = $crate::__object_parent_index!($($parent)?);
+                        let index = $crate::type_registry::register_type($key, parent)?;
+                        if $crate::reflection::spec::has_members(index) {
+                            return Ok(index);
+                        }
+                        $crate::reflection::spec::register_type_doc(
+                            index, &[$($doc),*], ::core::mem::size_of::<$name>())?;
+                        $(
+                            let spec = $crate::reflection::spec::FieldSpec::new::<$fty>(
+                                stringify!($field), ::core::mem::offset_of!($name, $field));
+                            $(let spec = spec.$fattr($($fval)?);)*
+                            spec.register(index)?;
+                        )*
+                        $($(
+                            let spec = $crate::reflection::spec::MethodSpec::new(
+                                $mname, $crate::Function::from_typed($mfn));
+                            $(let spec = spec.$mattr($($mval)?);)*
+                            spec.register(index)?;
+                        )*)?
+                        Ok(index)
+                    };
+                    declare().unwrap_or_else(|e| {
+                        panic!("registering object type `{}`: {}", $key, e.message())
+                    })
+                })
+            }
+        }
+
+        $crate::inventory::submit! {
+            $crate::reflection::StaticType {
+                register: <$name as $crate::reflection::ObjectDef>::type_index,
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_base {
+    () => {
+        $crate::reflection::ObjectHeader
+    };
+    ($parent:ty) => {
+        $parent
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_parent_index {
+    () => {
+        ::core::option::Option::None
+    };
+    ($parent:ty) => {
+        ::core::option::Option::Some(<$parent as $crate::reflection::ObjectDef>::type_index())
+    };
+}
