@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test python-test python-demo kernels-test bench header clean \
+.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test bench header clean \
 	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan
 
 all: demo
@@ -48,10 +48,12 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p rffi-core --features dlpack --all-targets -- -D warnings
 
 rust-test:
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+	$(CARGO) test -p rffi-core --features dlpack --lib dlpack_crate
 
 ## The C++ API (include/rffi/rffi.hpp): host and plugin tests, under valgrind when installed.
 cpp-test: check-tools
@@ -70,6 +72,11 @@ install:
 install-test: python-test
 	tests/install/run.sh
 	tests/install/wheel.sh
+
+## `cargo publish --dry-run` of every publishable crate (packaged and built alone; needs the
+## crates.io index). Internal crates say why in their Cargo.toml (`publish = false`).
+publish-check:
+	$(CARGO) publish --dry-run --allow-dirty --workspace
 
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools

@@ -157,3 +157,19 @@ pub unsafe extern "C" fn RFFIObjectIsInstance(obj: RFFIObjectHandle, type_index:
     // SAFETY: the same contract, forwarded.
     unsafe { capi::reflection::RFFIObjectIsInstance(obj, type_index) }
 }
+
+/// Registers `info->method` (a Function) as the global function `info->name`, with its metadata
+/// (`info->metadata`, a JSON object such as `{"type_schema": "<schema JSON>", "arg_names": [...]}`)
+/// and docstring (`info->doc`), as tvm-ffi's function of the same name. An existing name is a
+/// KeyError unless `allow_override`; invalid metadata is a ValueError and registers nothing.
+///
+/// # Safety
+/// `info` must be valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIFunctionSetGlobalFromMethodInfo(
+    info: *const RFFIMethodInfo,
+    allow_override: i32,
+) -> i32 {
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::reflection::RFFIFunctionSetGlobalFromMethodInfo(info, allow_override) }
+}

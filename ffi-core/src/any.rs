@@ -340,6 +340,10 @@ pub trait FromAny: Sized {
     /// The name used in error messages, e.g. `int`, `str`, `ffi.Array`.
     const EXPECTED: &'static str;
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch>;
+    /// The type schema of an argument of this type (recorded in typed functions' signatures).
+    fn type_schema() -> crate::schema::TypeSchema {
+        crate::schema::TypeSchema::from_key(Self::EXPECTED)
+    }
 }
 
 fn mismatch<T: FromAny>(v: &AnyView<'_>) -> TypeMismatch {
@@ -598,6 +602,9 @@ impl From<ObjectRef> for Any {
 
 impl<T: FromAny> FromAny for Option<T> {
     const EXPECTED: &'static str = T::EXPECTED;
+    fn type_schema() -> crate::schema::TypeSchema {
+        crate::schema::TypeSchema::Optional(Box::new(T::type_schema()))
+    }
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
         if v.is_none() {
             Ok(None)

@@ -10,6 +10,7 @@ use crate::abi::*;
 use crate::any::{Any, AnyView, FromAny, TypeMismatch, NONE_RAW};
 use crate::error::{install_panic_hook, set_raised, take_raised, Error, Result};
 use crate::object::{alloc_object_with_deleter, obj_box_deleter, static_object_type, ObjectRef};
+use crate::schema::TypeSchema;
 use core::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
@@ -55,6 +56,8 @@ struct FunctionHead {
     release: unsafe extern "C" fn(*mut c_void, i32),
     /// The global name, set when first registered; used in error messages.
     name: OnceLock<Box<str>>,
+    /// The type schema of a typed Rust closure (built only when asked for).
+    signature: Option<fn() -> TypeSchema>,
 }
 
 #[repr(C)]
@@ -129,7 +132,7 @@ where
             }
             return 0;
         }
-        Ok(Err(e)) => describe_call_error(e, name_of(&this.head)),
+        Ok(Err(e)) => describe_call_error(e, &this.head),
         Err(payload) => Error::from_panic(payload),
     };
     err.note_function(name_of(&this.head));
@@ -137,16 +140,28 @@ where
     -1
 }
 
-fn describe_call_error(e: CallError, name: &str) -> Error {
+#[cold]
+fn describe_call_error(e: CallError, head: &FunctionHead) -> Error {
+    let name = name_of(head);
+    // The signature, where the function has one: `name(_0: int, _1: float) -> str`.
+    let signature = || match head.signature {
+        Some(s) => format!(
+            " (signature: {})",
+            crate::function_metadata::render_signature(name, &s(), &[])
+        ),
+        None => String::new(),
+    };
     match e {
         CallError::Raised(e) => e,
         CallError::ArgType { index, mismatch } => Error::type_error(format!(
-            "Mismatched type on argument #{index} when calling `{name}`: {mismatch}"
+            "Mismatched type on argument #{index} when calling `{name}`: {mismatch}{}",
+            signature()
         )),
         CallError::ArgCount { expected, got } => Error::type_error(format!(
-            "`{name}` expects {expected} argument{} but {got} {} given",
+            "`{name}` expects {expected} argument{} but {got} {} given{}",
             if expected == 1 { "" } else { "s" },
             if got == 1 { "was" } else { "were" },
+            signature()
         )),
     }
 }
@@ -199,6 +214,7 @@ pub(crate) unsafe fn c_name(handle: *mut c_void) -> String {
 
 fn new_head<T>(
     safe_call: unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32,
+    signature: Option<fn() -> TypeSchema>,
 ) -> FunctionHead {
     FunctionHead {
         cell: RFFIFunctionCell {
@@ -207,6 +223,7 @@ fn new_head<T>(
         },
         release: obj_box_deleter::<T>,
         name: OnceLock::new(),
+        signature,
     }
 }
 
@@ -221,7 +238,10 @@ impl Function {
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
     {
-        Self::from_call(move |args: &[AnyView<'_>]| f(args).map_err(CallError::Raised))
+        Self::from_call(
+            move |args: &[AnyView<'_>]| f(args).map_err(CallError::Raised),
+            None,
+        )
     }
 
     /// A function from a typed closure, e.g. `|a: i64, b: f64| -> Result<f64> { .. }`.
@@ -231,16 +251,19 @@ impl Function {
     where
         F: TypedFn<Args>,
     {
-        Self::from_call(move |args: &[AnyView<'_>]| f.call_packed(args))
+        Self::from_call(
+            move |args: &[AnyView<'_>]| f.call_packed(args),
+            Some(F::signature),
+        )
     }
 
-    fn from_call<F>(f: F) -> Function
+    fn from_call<F>(f: F, signature: Option<fn() -> TypeSchema>) -> Function
     where
         F: Fn(&[AnyView<'_>]) -> Result<Any, CallError> + Send + Sync + 'static,
     {
         install_panic_hook();
         alloc_function(RustFunction {
-            head: new_head::<RustFunction<F>>(rust_call::<F>),
+            head: new_head::<RustFunction<F>>(rust_call::<F>, signature),
             f,
         })
     }
@@ -257,7 +280,7 @@ impl Function {
         deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     ) -> Function {
         alloc_function(CFunction {
-            head: new_head::<CFunction>(c_call),
+            head: new_head::<CFunction>(c_call, None),
             context,
             call,
             deleter,
@@ -278,6 +301,12 @@ impl Function {
     /// The name the function was first registered under, for functions made by this runtime.
     pub fn name(&self) -> Option<&str> {
         self.own_head().and_then(|h| h.name.get()).map(|n| &**n)
+    }
+
+    /// The type schema of a function made from a typed Rust closure:
+    /// `Function(Some((result, args)))`.
+    pub fn signature(&self) -> Option<TypeSchema> {
+        self.own_head().and_then(|h| h.signature).map(|s| s())
     }
 
     /// Records the name used in error messages (the first one wins).
@@ -348,14 +377,26 @@ impl core::fmt::Debug for Function {
 /// What a typed closure may return: a value convertible to `Any`, or a `Result` of one.
 pub trait IntoCallResult {
     fn into_call_result(self) -> Result<Any, CallError>;
+    /// The schema of the result, for signatures (`Any` where unknown).
+    fn result_schema() -> TypeSchema
+    where
+        Self: Sized,
+    {
+        TypeSchema::Any
+    }
 }
 
-impl<T: Into<Any>, E: Into<Error>> IntoCallResult for core::result::Result<T, E> {
+impl<T: IntoCallResult, E: Into<Error>> IntoCallResult for core::result::Result<T, E> {
     #[inline]
     #[track_caller]
     fn into_call_result(self) -> Result<Any, CallError> {
-        self.map(Into::into)
-            .map_err(|e| CallError::Raised(e.into()))
+        match self {
+            Ok(v) => v.into_call_result(),
+            Err(e) => Err(CallError::Raised(e.into())),
+        }
+    }
+    fn result_schema() -> TypeSchema {
+        T::result_schema()
     }
 }
 
@@ -366,8 +407,20 @@ macro_rules! plain_results {
             fn into_call_result(self) -> Result<Any, CallError> {
                 Ok(self.into())
             }
+            fn result_schema() -> TypeSchema {
+                <$t as FromAny>::type_schema()
+            }
         }
     )*};
+}
+impl IntoCallResult for &'static str {
+    #[inline]
+    fn into_call_result(self) -> Result<Any, CallError> {
+        Ok(self.into())
+    }
+    fn result_schema() -> TypeSchema {
+        TypeSchema::Str
+    }
 }
 plain_results!(
     (),
@@ -383,7 +436,6 @@ plain_results!(
     f32,
     f64,
     String,
-    &'static str,
     Any,
     Function,
     Error,
@@ -397,12 +449,29 @@ plain_results!(
     crate::Shape,
     crate::OpaquePtr,
     crate::Tensor,
-    crate::TensorMut
+    crate::TensorMut,
+    crate::Module,
+    crate::List,
+    crate::Dict
 );
+
+impl<T: IntoCallResult + Into<Any>> IntoCallResult for Option<T> {
+    #[inline]
+    fn into_call_result(self) -> Result<Any, CallError> {
+        Ok(self.map_or_else(Any::none, Into::into))
+    }
+    fn result_schema() -> TypeSchema {
+        TypeSchema::Optional(Box::new(T::result_schema()))
+    }
+}
 
 /// Closures callable with converted arguments; implemented for `Fn(A0, .., An) -> R`, n <= 8.
 pub trait TypedFn<Args>: Send + Sync + 'static {
     fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any, CallError>;
+    /// `Function(Some((result, args)))` from the closure's types.
+    fn signature() -> TypeSchema
+    where
+        Self: Sized;
 }
 
 #[inline]
@@ -425,6 +494,10 @@ macro_rules! typed_fn {
                     return Err(CallError::ArgCount { expected: $n, got: args.len() });
                 }
                 (self)($(arg::<$a>(args, $i)?),*).into_call_result()
+            }
+
+            fn signature() -> TypeSchema {
+                TypeSchema::Function(Some((Box::new(R::result_schema()), vec![$($a::type_schema()),*])))
             }
         }
     };

@@ -26,7 +26,7 @@ struct MapBody {
 /// The identity of a key: equal keys (a small and a heap string with the same text, say) map to
 /// the same entry.
 #[derive(PartialEq, Eq, Hash)]
-enum MapKey {
+pub(crate) enum MapKey {
     None,
     Int(i64),
     Bool(bool),
@@ -40,7 +40,7 @@ enum MapKey {
 }
 
 impl MapKey {
-    fn of(v: &AnyView<'_>) -> Result<MapKey> {
+    pub(crate) fn of(v: &AnyView<'_>) -> Result<MapKey> {
         let raw = v.as_raw();
         // SAFETY: in every arm, the payload member read matches the type index.
         unsafe {

@@ -28,19 +28,21 @@ fn wrong_type_names_function_position_and_types() {
     assert_eq!(e.kind(), "TypeError");
     assert_eq!(
         e.message(),
-        "Mismatched type on argument #1 when calling `test_fn.concat`: expected str but got int"
+        "Mismatched type on argument #1 when calling `test_fn.concat`: expected str but got int \
+         (signature: test_fn.concat(_0: int, _1: str) -> str)"
     );
     let e = f.call(&[Any::from(1i64)]).unwrap_err();
     assert_eq!(
         e.message(),
-        "`test_fn.concat` expects 2 arguments but 1 was given"
+        "`test_fn.concat` expects 2 arguments but 1 was given \
+         (signature: test_fn.concat(_0: int, _1: str) -> str)"
     );
     let narrow = Function::from_typed(|x: u8| x);
     let e = narrow.call(&[Any::from(256i64)]).unwrap_err();
     assert_eq!(
         e.message(),
         "Mismatched type on argument #0 when calling `<anonymous>`: expected uint8 but got int 256 \
-         (out of range 0..=255)"
+         (out of range 0..=255) (signature: <anonymous>(_0: int) -> int)"
     );
 }
 

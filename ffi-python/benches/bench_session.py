@@ -9,7 +9,9 @@ tables:
   plain memcpy bandwidth (numpy.copyto of the same array).
 
 Each measurement runs in a fresh child process, so the two runtimes never share one and a Disco
-fault at shutdown cannot take the run down. Run: ffi-python/benches/run_session.sh
+fault at shutdown cannot take the run down. rffi and Disco alternate, ROUNDS times per row, and the
+table shows the median of the rounds: on a shared machine the load drifts, and alternating keeps
+the drift out of the ratio. Run: ffi-python/benches/run_session.sh
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 MIB = 1 << 20
 COPY_BYTES = 64 * MIB
 REPS, CALLS = 5, 200
+ROUNDS = int(os.environ.get("RFFI_SESSION_BENCH_ROUNDS", "3"))
 
 
 def _median_us(fn, calls=CALLS, reps=REPS) -> float:
@@ -129,13 +132,15 @@ def main() -> None:
     rows = []
     for kind in ("thread", "process"):
         for n in (1, 2, 4):
-            r = _child(["rffi", kind, str(n)], sys.executable)
-            d = _child(["disco", kind, str(n)], disco_python)
-            rows.append((kind, n, r, d))
-    mem = _child(["memcpy"], sys.executable)["s"]
+            rs, ds = [], []
+            for _ in range(ROUNDS):
+                rs.append(_child(["rffi", kind, str(n)], sys.executable))
+                ds.append(_child(["disco", kind, str(n)], disco_python))
+            rows.append((kind, n, _median_rec(rs), _median_rec(ds)))
+    mem = statistics.median(_child(["memcpy"], sys.executable)["s"] for _ in range(ROUNDS))
 
     print(f"Sessions vs Disco ({os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}; "
-          f"medians of {REPS} x {CALLS} calls)\n")
+          f"medians of {ROUNDS} alternating rounds, each the median of {REPS} x {CALLS} calls)\n")
     print("| session | n | rffi round trip | Disco round trip | ratio |")
     print("|---|---|---|---|---|")
     for kind, n, r, d in rows:
@@ -160,6 +165,14 @@ def main() -> None:
                 f"| {kind} | {_ms(r.get('ctor_s'))} | {_ms(r.get('ready_s'))} | "
                 f"{_ms(d.get('ctor_s'))} | {_ms(d.get('ready_s'))} |"
             )
+
+
+def _median_rec(recs: list) -> dict:
+    """Field-wise medians of the rounds that succeeded (or the first error)."""
+    ok = [r for r in recs if "error" not in r]
+    if not ok:
+        return recs[0]
+    return {k: statistics.median(r[k] for r in ok) for k in ok[0]}
 
 
 def _us(v, rec) -> str:

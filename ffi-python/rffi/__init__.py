@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
 from ._container import Array, Map
+from ._containers_mut import Dict, List
 from ._convert import convert
 from ._dtype import DataType, Device, device, dtype
 from ._error import Error, register_error
@@ -35,11 +36,31 @@ from ._function_registry import (
 )
 from ._module import Module, load_module
 from ._object import Object
+from ._object_model import get_registered_type_keys, register_object, type_info
 from ._shape import Shape
 from ._tensor import Tensor, from_dlpack
 from .session import DFunction, DModule, DRef, ProcessSession, ThreadSession
 
 __version__ = "0.1.0"
+
+# Imported on first use: they pull in `typing` and `inspect`, which `import rffi` does not need.
+_LAZY = {
+    "dataclasses": ("rffi.dataclasses", None),
+    "TypeSchema": ("rffi._schema", "TypeSchema"),
+    "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        m = importlib.import_module(module)
+        value = m if attr is None else getattr(m, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rffi' has no attribute {name!r}")
 
 #: The path of the loaded ``librffi.so``.
 LIB_PATH = _lib.LIB_PATH
@@ -54,9 +75,11 @@ __all__ = [
     "DRef",
     "DataType",
     "Device",
+    "Dict",
     "Error",
     "Function",
     "LIB_PATH",
+    "List",
     "Map",
     "Module",
     "Object",
@@ -64,16 +87,22 @@ __all__ = [
     "Shape",
     "Tensor",
     "ThreadSession",
+    "TypeSchema",
     "__version__",
     "convert",
+    "dataclasses",
     "device",
     "dtype",
     "from_dlpack",
     "get_global_func",
+    "get_global_func_metadata",
+    "get_registered_type_keys",
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
     "register_error",
     "register_global_func",
+    "register_object",
     "remove_global_func",
+    "type_info",
 ]

@@ -59,6 +59,26 @@ class Array(Object, Sequence):
     def _value_form(self, what: str):
         return Array, (list(self),)
 
+    # Value behaviour, as a tuple: `==` by elements (with lists, tuples and rffi.List too), a hash
+    # of the elements, `+` concatenation.
+    def __eq__(self, other):
+        if isinstance(other, (Array, list, tuple)) or getattr(other, "_ti", None) == 75:
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __add__(self, other):
+        if isinstance(other, (Array, list, tuple)) or getattr(other, "_ti", None) == 75:
+            return Array([*self, *other])
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, (list, tuple)):
+            return type(other)([*other, *self])
+        return NotImplemented
+
     def __repr__(self) -> str:
         return f"Array({list(self)!r})"
 
@@ -112,6 +132,16 @@ class Map(Object, Mapping):
 
     def _value_form(self, what: str):
         return Map, (self.items(),)
+
+    # Value behaviour, as a dict's: `==` by items (with any mapping); immutable, so hashable
+    # when its values are.
+    def __eq__(self, other):
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(frozenset(self.items()))
 
     def __repr__(self) -> str:
         return f"Map({dict(self.items())!r})"

@@ -91,6 +91,13 @@ class Function(Object):
 
     __slots__ = ("_frames", "_name")
 
+    @property
+    def __signature__(self):
+        """The signature recorded with the global function (``inspect.signature(fn)``)."""
+        from ._schema import signature_of
+
+        return signature_of(self)
+
     def __init__(self, func):
         if isinstance(func, _CtypesFunction):
             handle = func._h

@@ -55,6 +55,10 @@ def register_global_func(func_name, f=None, override: bool = False):
             raise take_raised_exception()
         if func._name is None or not isinstance(fn, _CtypesFunction):
             func._name = func_name
+        if not isinstance(fn, _CtypesFunction):
+            from ._schema import record_python_function
+
+            record_python_function(func_name, fn)
         return fn
 
     return register(f) if f is not None else register

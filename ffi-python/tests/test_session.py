@@ -202,3 +202,34 @@ def test_shutdown_twice_and_use_after(sess):
 def test_bad_construction():
     with pytest.raises(ValueError, match="at least 1"):
         rffi.ThreadSession(0)
+
+
+def test_a_dref_of_another_session_is_refused(sess):
+    with rffi.ThreadSession(1) as other:
+        r = other.get_global_func("testing.add_one")(1)
+        with pytest.raises(ValueError, match="another session"):
+            sess.get_global_func("testing.echo")(r)
+    sess.sync()
+
+
+def test_threads_share_a_session(sess):
+    import threading
+
+    add_one = sess.get_global_func("testing.add_one")
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(50):
+                r = add_one(k * 1000 + i)
+                assert r.fetch(i % 2) == k * 1000 + i + 1
+            sess.sync()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

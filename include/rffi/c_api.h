@@ -1037,6 +1037,18 @@ int32_t RFFIObjectCreate(int32_t type_index, RFFIObjectHandle *out);
 int32_t RFFIObjectIsInstance(RFFIObjectHandle obj, int32_t type_index);
 
 /**
+ * Registers `info->method` (a Function) as the global function `info->name`, with its metadata
+ * (`info->metadata`, a JSON object such as `{"type_schema": "<schema JSON>", "arg_names": [...]}`)
+ * and docstring (`info->doc`), as tvm-ffi's function of the same name. An existing name is a
+ * KeyError unless `allow_override`; invalid metadata is a ValueError and registers nothing.
+ *
+ * # Safety
+ * `info` must be valid for the call.
+ */
+int32_t RFFIFunctionSetGlobalFromMethodInfo(const struct RFFIMethodInfo *info,
+                                            int32_t allow_override);
+
+/**
  * Imports a legacy DLPack managed tensor as a Tensor without copying the data.
  *
  * Ownership of a non-NULL `from` passes to rffi in every case: on success the producer's deleter

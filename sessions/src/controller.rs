@@ -7,36 +7,15 @@
 //! work with that same error.
 
 use crate::codec::{Value, WireError, Writer};
-use crate::process::{describe_status, spawn, Child, WorkerProgram};
+use crate::peer::Peer;
+use crate::process::WorkerProgram;
 use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor::Segment;
-use crate::transport::{Link, LinkError, SocketLink, ThreadLink};
-use crate::worker::serve;
+use crate::transport::LinkError;
 use rffi_core::error::frame;
 use rffi_core::{Error, Result};
 use std::sync::{Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-enum Peer {
-    Thread {
-        link: ThreadLink,
-        join: Option<JoinHandle<std::result::Result<(), String>>>,
-    },
-    Process {
-        link: SocketLink,
-        child: Child,
-    },
-}
-
-impl Peer {
-    fn link(&self) -> &dyn Link {
-        match self {
-            Peer::Thread { link, .. } => link,
-            Peer::Process { link, .. } => link,
-        }
-    }
-}
 
 struct State {
     peers: Vec<Peer>,
@@ -114,7 +93,7 @@ impl Controller {
     pub fn threads(n: usize) -> Result<Controller> {
         check_count(n)?;
         let peers = (0..n)
-            .map(|rank| thread_peer(rank, n))
+            .map(|rank| Peer::thread(rank, n))
             .collect::<Result<_>>()?;
         Ok(Controller::new(peers))
     }
@@ -122,10 +101,9 @@ impl Controller {
     /// Worker 0 in a thread of this process, workers 1.. as processes of `program`.
     pub fn processes(n: usize, program: &WorkerProgram) -> Result<Controller> {
         check_count(n)?;
-        let mut peers = vec![thread_peer(0, n)?];
+        let mut peers = vec![Peer::thread(0, n)?];
         for rank in 1..n {
-            let (child, link) = spawn(program, rank, n)?;
-            peers.push(Peer::Process { link, child });
+            peers.push(Peer::process(program, rank, n)?);
         }
         Ok(Controller::new(peers))
     }
@@ -170,21 +148,7 @@ impl Controller {
 
     /// Marks the session dead because worker `rank` ended, and returns the error saying so.
     fn worker_gone(&self, st: &mut State, rank: usize) -> Error {
-        let how = match &mut st.peers[rank] {
-            Peer::Process { child, .. } => format!(
-                "worker {rank} (pid {}) {}",
-                child.pid(),
-                describe_status(child.wait_timeout(Duration::from_secs(2)))
-            ),
-            Peer::Thread { join, .. } => {
-                let why = match join.take().map(JoinHandle::join) {
-                    Some(Ok(Err(msg))) => msg,
-                    Some(Err(_)) => "it panicked".into(),
-                    _ => "it stopped".into(),
-                };
-                format!("worker {rank} (a thread of the controller) ended: {why}")
-            }
-        };
+        let how = st.peers[rank].how_it_ended(rank);
         let msg = format!("{how}; the session cannot be used any more");
         *lock(&self.failed_rank) = Some(rank);
         st.dead = Some(("RuntimeError".into(), msg.clone()));
@@ -446,21 +410,7 @@ impl Controller {
         drop(st);
         let deadline = Instant::now() + Duration::from_secs(2);
         for p in peers {
-            match p {
-                Peer::Thread { link, join } => {
-                    drop(link);
-                    if let Some(j) = join {
-                        let _ = j.join();
-                    }
-                }
-                Peer::Process { link, child } => {
-                    drop(link);
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if child.wait_timeout(left).is_none() {
-                        child.kill_and_reap();
-                    }
-                }
-            }
+            p.stop(deadline);
         }
         drop(segments);
     }
@@ -470,10 +420,7 @@ impl Controller {
         lock(&self.state)
             .peers
             .iter()
-            .filter_map(|p| match p {
-                Peer::Process { child, .. } => Some(child.pid()),
-                Peer::Thread { .. } => None,
-            })
+            .filter_map(Peer::pid)
             .collect()
     }
 }
@@ -489,16 +436,4 @@ fn check_count(n: usize) -> Result<()> {
         return Err(Error::value_error("a session needs at least 1 worker"));
     }
     Ok(())
-}
-
-fn thread_peer(rank: usize, world: usize) -> Result<Peer> {
-    let (ours, theirs) = ThreadLink::pair();
-    let join = std::thread::Builder::new()
-        .name(format!("rffi-worker-{rank}"))
-        .spawn(move || serve(rank, world, &theirs))
-        .map_err(|e| Error::runtime_error(format!("cannot start worker thread {rank}: {e}")))?;
-    Ok(Peer::Thread {
-        link: ours,
-        join: Some(join),
-    })
 }

@@ -23,6 +23,7 @@ pub mod codec;
 pub mod controller;
 pub mod dref;
 pub mod ffi;
+mod peer;
 pub mod process;
 pub mod protocol;
 pub mod session;

@@ -228,7 +228,88 @@ static void test_rust_type(void) {
   RFFIObjectDecRef(make);
 }
 
+/* A C function registered with its schema and docstring; its metadata and typed-call errors. */
+static int32_t c_scale(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
+  (void)self;
+  (void)n;
+  result->type_index = kRFFIFloat;
+  result->v.v_float64 = args[0].v.v_float64 * 2;
+  return 0;
+}
+
+static void test_function_metadata(void) {
+  RFFIMethodInfo m;
+  RFFIObjectHandle fn = NULL, get_meta = get_global("ffi.GetGlobalFuncMetadata"),
+                   rust_meta_fn;
+  RFFIAny arg, r;
+  RFFIByteArray text;
+  CHECK(RFFIFunctionCreate(NULL, c_scale, NULL, &fn) == 0);
+  memset(&m, 0, sizeof(m));
+  m.name = ba_of("c_test.double_it");
+  m.doc = ba_of("Doubles a float.");
+  m.metadata = ba_of(
+      "{\"type_schema\":\"{\\\"type\\\":\\\"ffi.Function\\\",\\\"args\\\":"
+      "[{\\\"type\\\":\\\"float\\\"},{\\\"type\\\":\\\"float\\\"}]}\","
+      "\"arg_names\":[\"x\"]}");
+  m.method.type_index = kRFFIFunction;
+  m.method.v.v_obj = (RFFIObject*)fn;
+  CHECK(RFFIFunctionSetGlobalFromMethodInfo(&m, 0) == 0);
+  memset(&arg, 0, sizeof(arg));
+  arg.type_index = kRFFIRawStr;
+  arg.v.v_c_str = "c_test.double_it";
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(get_meta, &arg, 1, &r) == 0);
+  CHECK(r.type_index == kRFFIStr);
+  if (r.type_index == kRFFIStr) {
+    text = *(RFFIByteArray*)((char*)r.v.v_obj + sizeof(RFFIObject));
+    CHECK(ba_contains(text, "\"arg_names\":[\"x\"]"));
+    CHECK(ba_contains(text, "\"doc\":\"Doubles a float.\""));
+    RFFIObjectDecRef(r.v.v_obj);
+  }
+  /* Bad metadata registers nothing. */
+  m.name = ba_of("c_test.bad_meta");
+  m.metadata = ba_of("{\"type_schema\": 3}");
+  CHECK(RFFIFunctionSetGlobalFromMethodInfo(&m, 0) == -1);
+  expect_error("ValueError", "must be a JSON string");
+  CHECK(RFFIFunctionSetGlobalFromMethodInfo(NULL, 0) == -1);
+  expect_error("ValueError", "`info` is NULL");
+  RFFIObjectDecRef(fn);
+  /* A Rust typed function's schema is recorded by itself. */
+  arg.v.v_c_str = "testing.add_one";
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(get_meta, &arg, 1, &r) == 0 && r.type_index == kRFFIStr);
+  if (r.type_index == kRFFIStr) {
+    text = *(RFFIByteArray*)((char*)r.v.v_obj + sizeof(RFFIObject));
+    CHECK(ba_contains(text, "ffi.Function"));
+    RFFIObjectDecRef(r.v.v_obj);
+  }
+  rust_meta_fn = get_meta;
+  RFFIObjectDecRef(rust_meta_fn);
+}
+
+/* A List shared with Rust: appended to through the function registry, read through the cell. */
+static void test_list(void) {
+  RFFIObjectHandle make = get_global("ffi.List"), append = get_global("ffi.ListAppend"), l;
+  RFFIAny args[2], r;
+  RFFISeqCell* cell;
+  args[0] = int_any(1);
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(make, args, 1, &r) == 0 && r.type_index == kRFFIList);
+  l = r.v.v_obj;
+  args[0] = object_arg(l);
+  args[1] = int_any(2);
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(append, args, 2, &r) == 0);
+  cell = (RFFISeqCell*)((char*)l + sizeof(RFFIObject));
+  CHECK(cell->size == 2 && cell->data[1].v.v_int64 == 2);
+  RFFIObjectDecRef(l);
+  RFFIObjectDecRef(make);
+  RFFIObjectDecRef(append);
+}
+
 int main(void) {
+  test_function_metadata();
+  test_list();
   register_types();
   test_type_info();
   test_objects();

@@ -49,6 +49,13 @@ register_global!("rust_plugin.make_counter", |name: String, start: i64| {
     })
 });
 
+// Reads a field of any object by name, whichever language defined its type (a Python py_class,
+// a C field table, a Rust object_type!): the plugin sees the host's one type registry.
+register_global!(
+    "rust_plugin.get_field",
+    |obj: rffi_core::ObjectRef, name: String| rffi_core::reflection::get_field(&obj, &name)
+);
+
 // The stream a kernel would launch on: the host's current stream for the device.
 register_global!("rust_plugin.current_stream", |d: rffi_core::Device| {
     rffi_core::OpaquePtr(rffi_core::stream::current_stream(d))

@@ -215,3 +215,50 @@ pub unsafe extern "C" fn RFFIObjectIsInstance(obj: RFFIObjectHandle, type_index:
     let index = unsafe { (*p.as_ptr()).type_index };
     type_registry::is_instance(index, type_index) as i32
 }
+
+/// See `RFFIFunctionSetGlobalFromMethodInfo` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+pub unsafe extern "C" fn RFFIFunctionSetGlobalFromMethodInfo(
+    info: *const RFFIMethodInfo,
+    allow_override: i32,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFIFunctionSetGlobalFromMethodInfo";
+        let info = non_null(info, F, "info")?;
+        // SAFETY: a valid description for the call (contract).
+        let info = unsafe { &*info };
+        // SAFETY: the byte arrays are valid for the call (contract).
+        let (name, doc, metadata) = unsafe {
+            (
+                utf8(&info.name, F, "info->name")?,
+                utf8(&info.doc, F, "info->doc")?,
+                utf8(&info.metadata, F, "info->metadata")?,
+            )
+        };
+        // SAFETY: a valid value for the call (contract).
+        let f: crate::Function = unsafe { AnyView::from_raw(info.method) }
+            .try_as()
+            .map_err(|e| Error::type_error(format!("{F}: `info->method`: {}", e.message())))?;
+        // The metadata JSON object, with the docstring added when given apart.
+        let mut meta = if metadata.is_empty() {
+            "{}".to_owned()
+        } else {
+            metadata.to_owned()
+        };
+        if !doc.is_empty() {
+            let body = meta.trim_end().trim_end_matches('}').trim_end().to_owned();
+            let sep = if body.trim_end().ends_with('{') {
+                ""
+            } else {
+                ","
+            };
+            meta = format!(r#"{body}{sep}"doc":{}}}"#, crate::schema::json_quote(doc));
+        }
+        crate::function_metadata::check_metadata(&meta)
+            .map_err(|e| Error::value_error(format!("{F}: {}", e.message())))?;
+        crate::function_registry::register_global_func(name, f, allow_override != 0)?;
+        crate::function_metadata::set_global_func_metadata(name, &meta)
+    })
+}

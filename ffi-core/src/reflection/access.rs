@@ -95,6 +95,19 @@ pub fn set_field(obj: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()>
             ),
         ));
     }
+    // A field with a type schema takes what the schema accepts, converted (an int for a float,
+    // a list of ints for `List[float]`), before the storage check below.
+    let by_schema = match field_schema(f) {
+        Some(s) => Some(s.convert(value).map_err(|e| {
+            Error::type_error(format!(
+                "cannot set field `{name}` of `{}`: {}",
+                key_of(index),
+                e.message()
+            ))
+        })?),
+        None => None,
+    };
+    let value = &by_schema.as_ref().map_or(*value, Any::view);
     let converted = convert(value, f.field_static_type_index, f.size).map_err(|actual| {
         Error::type_error(format!(
             "cannot set field `{name}` of `{}`: expected {}, got {actual}",
@@ -105,6 +118,19 @@ pub fn set_field(obj: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()>
     // SAFETY: a built-in field at this address (checked at registration).
     unsafe { builtin_set(addr, f, converted) };
     Ok(())
+}
+
+/// The type schema in a field's metadata (`{"type_schema": "<JSON>"}`), if it has one.
+fn field_schema(f: &RFFIFieldInfo) -> Option<crate::schema::TypeSchema> {
+    if f.metadata.size == 0 {
+        return None;
+    }
+    let meta = crate::schema::parse_json(member_name(&f.metadata)).ok()?;
+    match meta.get("type_schema")? {
+        crate::schema::JsonValue::Str(text) => crate::schema::TypeSchema::from_json(text).ok(),
+        v => crate::schema::TypeSchema::from_value(v).ok(),
+    }
+    .filter(|s| *s != crate::schema::TypeSchema::Any)
 }
 
 fn expected_name(index: i32) -> String {

@@ -7,6 +7,7 @@
 //! A type's members are meant to be registered before its objects are shared between threads.
 
 mod access;
+mod builtins;
 mod object_def;
 pub mod spec;
 

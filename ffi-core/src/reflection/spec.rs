@@ -92,7 +92,10 @@ impl FieldSpec {
     }
 
     pub fn register(mut self, type_index: i32) -> Result<()> {
-        let metadata = format!(r#"{{"type_schema":{}}}"#, self.schema);
+        let metadata = format!(
+            r#"{{"type_schema":{}}}"#,
+            crate::schema::json_quote(&self.schema)
+        );
         self.info.name = byte_array(self.name.as_bytes());
         self.info.doc = byte_array(self.doc.as_bytes());
         self.info.metadata = byte_array(metadata.as_bytes());
@@ -146,8 +149,10 @@ impl MethodSpec {
     }
 }
 
-/// The type-wide docstring and size of an `object_type!`.
-pub fn register_type_doc(type_index: i32, doc_lines: &[&str], total_size: usize) -> Result<()> {
+/// The type-wide docstring of an `object_type!`. Its `total_size` stays 0: the runtime never
+/// allocates a Rust type itself (`RFFIObjectCreate` refuses it, and no type a binding defines
+/// extends it), since its fields need Rust's construction and drop.
+pub fn register_type_doc(type_index: i32, doc_lines: &[&str], _size: usize) -> Result<()> {
     let doc = doc_lines
         .iter()
         .map(|l| l.strip_prefix(' ').unwrap_or(l))
@@ -156,7 +161,7 @@ pub fn register_type_doc(type_index: i32, doc_lines: &[&str], total_size: usize)
     let meta = RFFITypeMetadata {
         doc: byte_array(doc.as_bytes()),
         creator: None,
-        total_size: total_size as i32,
+        total_size: 0,
         structural_eq_hash_kind: 0,
     };
     // SAFETY: the doc borrows a local alive for the call.

@@ -27,6 +27,8 @@ pub(crate) mod alloc;
 mod cache;
 mod convert;
 pub(crate) mod dlpack;
+#[cfg(feature = "dlpack")]
+mod dlpack_crate;
 mod extent;
 mod host_memory;
 mod layout;

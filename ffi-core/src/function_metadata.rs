@@ -1,0 +1,111 @@
+//! Metadata of global functions: type schema, docstring and argument names, beside the function
+//! registry. A Rust typed closure carries its schema (see `TypedFn::signature`); other languages
+//! attach one (`ffi.SetGlobalFuncMetadata`, `RFFIFunctionSetGlobalFromMethodInfo`), and Python
+//! functions with annotations do so when registered.
+//!
+//! The metadata text is tvm-ffi's: a JSON object whose `type_schema` is itself a JSON string
+//! (`{"type_schema": "{\"type\":\"ffi.Function\",\"args\":[...]}"}`), plus `doc` and
+//! `arg_names` where known.
+
+use crate::error::{Error, Result};
+use crate::function_registry::{get_global_func, register_builtin};
+use crate::schema::{json_quote, parse_json, JsonValue, TypeSchema};
+use rustc_hash::FxHashMap;
+use std::sync::{OnceLock, RwLock};
+
+fn table() -> &'static RwLock<FxHashMap<String, String>> {
+    static TABLE: OnceLock<RwLock<FxHashMap<String, String>>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+/// Attaches metadata (a JSON object) to the global function `name`, replacing any earlier one.
+pub fn set_global_func_metadata(name: &str, metadata: &str) -> Result<()> {
+    if crate::plugin::is_plugin() {
+        let f = get_global_func("ffi.SetGlobalFuncMetadata")
+            .ok_or_else(|| Error::runtime_error("the host has no ffi.SetGlobalFuncMetadata"))?;
+        f.call(&[name.into(), metadata.into()])?;
+        return Ok(());
+    }
+    check_metadata(metadata)?;
+    let mut t = table().write().unwrap_or_else(|e| e.into_inner());
+    t.insert(name.to_owned(), metadata.to_owned());
+    Ok(())
+}
+
+/// Checks function metadata: a JSON object whose `type_schema`, if any, is a JSON string holding
+/// a valid schema.
+pub fn check_metadata(metadata: &str) -> Result<()> {
+    match parse_json(metadata) {
+        Ok(JsonValue::Object(kv)) => {
+            if let Some((_, v)) = kv.iter().find(|(k, _)| k == "type_schema") {
+                let text = v.as_str().ok_or_else(|| {
+                    Error::value_error("metadata `type_schema` must be a JSON string")
+                })?;
+                TypeSchema::from_json(text)?;
+            }
+            Ok(())
+        }
+        Ok(_) => Err(Error::value_error(
+            "function metadata must be a JSON object",
+        )),
+        Err(e) => Err(Error::value_error(format!("invalid metadata JSON ({e})"))),
+    }
+}
+
+/// The metadata of the global function `name`: what was attached, or, for a Rust typed closure,
+/// its schema. `None` if the name is not registered.
+pub fn get_global_func_metadata(name: &str) -> Option<String> {
+    if crate::plugin::is_plugin() {
+        let f = get_global_func("ffi.GetGlobalFuncMetadata")?;
+        return f.call(&[name.into()]).ok()?.try_as::<String>().ok();
+    }
+    if let Some(m) = table().read().unwrap_or_else(|e| e.into_inner()).get(name) {
+        return Some(m.clone());
+    }
+    let f = get_global_func(name)?;
+    Some(match f.signature() {
+        Some(s) => format!(r#"{{"type_schema":{}}}"#, json_quote(&s.to_json())),
+        None => "{}".to_owned(),
+    })
+}
+
+/// `name(a: int, b: float) -> str` from a function schema and optional argument names.
+pub fn render_signature(name: &str, schema: &TypeSchema, arg_names: &[String]) -> String {
+    match schema {
+        TypeSchema::Function(Some((ret, args))) => {
+            let params: Vec<String> = args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| match arg_names.get(i) {
+                    Some(n) => format!("{n}: {}", a.render()),
+                    None => format!("_{i}: {}", a.render()),
+                })
+                .collect();
+            format!("{name}({}) -> {}", params.join(", "), ret.render())
+        }
+        _ => format!("{name}(*args)"),
+    }
+}
+
+register_builtin!(
+    "ffi.GetGlobalFuncMetadata",
+    |name: String| -> Result<String> {
+        get_global_func_metadata(&name)
+            .ok_or_else(|| Error::key_error(format!("no global function `{name}`")))
+    }
+);
+
+register_builtin!(
+    "ffi.SetGlobalFuncMetadata",
+    |name: String, metadata: String| set_global_func_metadata(&name, &metadata)
+);
+
+register_builtin!("ffi.TypeSchemaRender", |schema: String| -> Result<String> {
+    Ok(TypeSchema::from_json(&schema)?.render())
+});
+
+register_builtin!("ffi.TypeSchemaConvert", |schema: String,
+                                            value: crate::Any|
+ -> Result<crate::Any> {
+    TypeSchema::from_json(&schema)?.convert(&value.view())
+});

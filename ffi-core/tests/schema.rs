@@ -1,0 +1,184 @@
+//! Type schemas: JSON round trips, the converter (widening, element conversion, paths to what
+//! does not fit), typed closures' recorded signatures, and metadata of global functions.
+
+use rffi_core::{
+    get_global_func, get_global_func_metadata, register_global_func, set_global_func_metadata, Any,
+    Array, Dict, Function, List, Map, TypeSchema,
+};
+
+fn schema(text: &str) -> TypeSchema {
+    TypeSchema::from_json(text).unwrap()
+}
+
+#[test]
+fn json_round_trip_and_python_spelling() {
+    let s = TypeSchema::Map(
+        Box::new(TypeSchema::Str),
+        Box::new(TypeSchema::Optional(Box::new(TypeSchema::List(Box::new(
+            TypeSchema::Float,
+        ))))),
+    );
+    assert_eq!(TypeSchema::from_json(&s.to_json()).unwrap(), s);
+    assert_eq!(s.render(), "Map[str, Optional[List[float]]]");
+    // tvm-ffi's "Variant" reads as a Union.
+    let u = schema(r#"{"type":"Variant","args":[{"type":"int"},{"type":"ffi.String"}]}"#);
+    assert_eq!(u.render(), "Union[int, str]");
+    assert!(TypeSchema::from_json("{").is_err());
+    assert!(TypeSchema::from_json(r#"{"args":[]}"#).is_err());
+}
+
+#[test]
+fn converter_widens_converts_elements_and_names_the_path() {
+    let f = TypeSchema::Float;
+    assert_eq!(
+        f.convert(&Any::from(2i64).view())
+            .unwrap()
+            .try_as::<f64>()
+            .unwrap(),
+        2.0
+    );
+    let e = f.convert(&Any::from("x").view()).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert_eq!(e.message(), "expected float, got str");
+
+    let list_of_float = schema(r#"{"type":"ffi.List","args":[{"type":"float"}]}"#);
+    let arr = Any::from(Array::new(vec![1i64.into(), 2.5f64.into()]));
+    let out = list_of_float.convert(&arr.view()).unwrap();
+    let out: List = out.try_as().unwrap();
+    assert_eq!(out.get_item(0).unwrap().try_as::<f64>().unwrap(), 1.0);
+    assert_eq!(
+        out.get_item(0).unwrap().type_index(),
+        rffi_core::abi::kRFFIFloat
+    );
+
+    let bad = Any::from(Array::new(vec![1i64.into(), "two".into()]));
+    let e = list_of_float.convert(&bad.view()).unwrap_err();
+    assert_eq!(e.message(), "expected float at [1], got str");
+
+    let nested = schema(
+        r#"{"type":"ffi.Map","args":[{"type":"ffi.String"},{"type":"ffi.Array","args":[{"type":"int"}]}]}"#,
+    );
+    let m = Map::new(vec![(
+        "k".into(),
+        Array::new(vec![1i64.into(), 1.5f64.into()]).into(),
+    )])
+    .unwrap();
+    let e = nested.convert(&Any::from(m).view()).unwrap_err();
+    assert_eq!(e.message(), r#"expected int at ["k"][1], got float"#);
+
+    let opt = schema(r#"{"type":"Optional","args":[{"type":"int"}]}"#);
+    assert!(opt.convert(&Any::none().view()).unwrap().is_none());
+    assert!(opt.convert(&Any::from(true).view()).is_ok());
+    let tuple = schema(r#"{"type":"Tuple","args":[{"type":"int"},{"type":"ffi.String"}]}"#);
+    let e = tuple
+        .convert(&Any::from(Array::new(vec![1i64.into()])).view())
+        .unwrap_err();
+    assert!(
+        e.message().contains("a sequence of 1 items"),
+        "{}",
+        e.message()
+    );
+    let obj = schema(r#"{"type":"testing.TestPoint"}"#);
+    let p = get_global_func("testing.make_point")
+        .unwrap()
+        .call(&[1i64.into(), 2i64.into()])
+        .unwrap();
+    assert!(obj.convert(&p.view()).is_ok());
+    assert!(obj.convert(&Any::from(1i64).view()).is_err());
+}
+
+#[test]
+fn typed_closures_record_their_schema() {
+    let f = Function::from_typed(|a: i64, b: Option<String>, c: f64| -> f64 {
+        a as f64 + c + b.map_or(0.0, |s| s.len() as f64)
+    });
+    assert_eq!(
+        f.signature().unwrap().render(),
+        "Callable[[int, Optional[str], float], float]"
+    );
+    register_global_func("test_schema.f", f.clone(), true).unwrap();
+    let meta = get_global_func_metadata("test_schema.f").unwrap();
+    assert!(
+        meta.starts_with(r#"{"type_schema":"{\"type\":\"ffi.Function\""#),
+        "{meta}"
+    );
+    // A wrong argument names the function, the position, both types, and the signature.
+    let e = f.call(&[1i64.into(), Any::none(), "x".into()]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Mismatched type on argument #2 when calling `test_schema.f`: expected float but got str \
+         (signature: test_schema.f(_0: int, _1: Optional[str], _2: float) -> float)"
+    );
+    // A packed function has no schema; metadata attached later wins.
+    let p = Function::from_packed(|_| Ok(Any::none()));
+    assert!(p.signature().is_none());
+    register_global_func("test_schema.p", p, true).unwrap();
+    assert_eq!(get_global_func_metadata("test_schema.p").unwrap(), "{}");
+    set_global_func_metadata("test_schema.p", r#"{"doc":"packed","arg_names":["x"]}"#).unwrap();
+    assert!(get_global_func_metadata("test_schema.p")
+        .unwrap()
+        .contains("packed"));
+    let e = set_global_func_metadata("test_schema.p", r#"{"type_schema":"{oops"}"#).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert!(get_global_func_metadata("test_schema.nothing").is_none());
+}
+
+#[test]
+fn list_and_dict_are_shared_and_mutable() {
+    let l = List::new(vec![1i64.into()]);
+    let alias = l.clone();
+    alias.append(2i64.into());
+    l.insert(0, 0i64.into());
+    assert_eq!(l.len(), 3);
+    assert_eq!(l.pop(None).unwrap().try_as::<i64>().unwrap(), 2);
+    l.set_item(-1, "one".into()).unwrap();
+    assert_eq!(
+        alias.get_item(1).unwrap().try_as::<String>().unwrap(),
+        "one"
+    );
+    assert_eq!(l.get_item(5).unwrap_err().kind(), "IndexError");
+    assert_eq!(
+        List::new(vec![]).pop(None).unwrap_err().kind(),
+        "IndexError"
+    );
+    // The ABI cell follows the items.
+    // SAFETY: a List's RFFISeqCell is at offset 24.
+    let cell = unsafe {
+        &*rffi_core::ObjectType::as_object(&l)
+            .as_ptr()
+            .add(1)
+            .cast::<rffi_core::abi::RFFISeqCell>()
+    };
+    assert_eq!(cell.size, 2);
+    l.clear();
+    assert!(l.is_empty());
+
+    let d = Dict::new(vec![("a".into(), 1i64.into())]).unwrap();
+    d.set_item("b".into(), 2i64.into()).unwrap();
+    d.set_item("a".into(), 3i64.into()).unwrap();
+    let keys: Vec<String> = d.items().iter().map(|(k, _)| k.try_as().unwrap()).collect();
+    assert_eq!(keys, ["a", "b"]);
+    assert_eq!(
+        d.pop(&Any::from("a").view())
+            .unwrap()
+            .unwrap()
+            .try_as::<i64>()
+            .unwrap(),
+        3
+    );
+    assert!(d.pop(&Any::from("a").view()).unwrap().is_none());
+    assert_eq!(
+        d.get_item(&Any::from("zz").view()).unwrap_err().kind(),
+        "KeyError"
+    );
+    assert_eq!(d.len(), 1);
+    // Through the function registry, as bindings and C use them.
+    let append = get_global_func("ffi.ListAppend").unwrap();
+    append.call(&[l.clone().into(), 7i64.into()]).unwrap();
+    assert_eq!(l.items().len(), 1);
+    let setitem = get_global_func("ffi.DictSetItem").unwrap();
+    let e = setitem
+        .call(&[d.clone().into(), List::new(vec![]).into(), 1i64.into()])
+        .map(|_| ());
+    assert!(e.is_ok(), "objects hash by identity");
+}

@@ -1,0 +1,133 @@
+"""Python classes over the runtime's object types.
+
+``@rffi.register_object("my.Point")`` binds a Python class (a subclass of ``rffi.Object``) to a
+registered type: objects of that type come back from calls as instances of the class, its fields
+become properties (read from the object, written with the field's type check; frozen fields are
+read-only), its methods become Python methods (static ones static), a static ``__ffi_init__``
+becomes ``__init__``, and docstrings carry over. Every field and method is reached by name through
+the runtime, so the same object is usable from Rust, C and plugins alike.
+"""
+
+from __future__ import annotations
+
+from ._function_registry import get_global_func as _get_global_func
+from ._object import CLASS_OF_INDEX, Object
+
+FLAG_WRITABLE = 1 << 0
+FLAG_HAS_DEFAULT = 1 << 1
+FLAG_STATIC_METHOD = 1 << 2
+FLAG_DEFAULT_FROM_FACTORY = 1 << 5
+FLAG_REPR_OFF = 1 << 6
+FLAG_COMPARE_OFF = 1 << 7
+FLAG_HASH_OFF = 1 << 8
+FLAG_INIT_OFF = 1 << 9
+FLAG_KW_ONLY = 1 << 10
+
+_FUNCS: dict = {}
+
+
+def _ffi(name: str):
+    f = _FUNCS.get(name)
+    if f is None:
+        f = _FUNCS[name] = _get_global_func(name)
+    return f
+
+
+def type_info(key_or_index) -> dict:
+    """The registered type's information: ``type_key``, ``type_index``, ``ancestors`` (keys, root
+    first), ``doc``, own ``fields`` and ``methods`` (each with ``name``, ``doc``, ``flags`` and
+    ``metadata``)."""
+    import json  # on first use: `import rffi` does not need it
+
+    return json.loads(_ffi("ffi.TypeInfoJSON")(key_or_index))
+
+
+def get_registered_type_keys() -> list:
+    """The keys of every object type registered at run time."""
+    return list(_ffi("ffi.GetRegisteredTypeKeys")())
+
+
+def _field_property(name: str, doc: str, writable: bool):
+    get = _ffi("ffi.ObjectGetField")
+    put = _ffi("ffi.ObjectSetField")
+
+    def fget(self):
+        return get(self, name)
+
+    def fset(self, value):
+        put(self, name, value)
+
+    return property(fget, fset if writable else None, doc=doc or None)
+
+
+def _instance_method(fn, name: str, doc: str):
+    def method(self, *args):
+        return fn(self, *args)
+
+    method.__name__ = name
+    method.__doc__ = doc or None
+    return method
+
+
+def _init_from(fn):
+    def __init__(self, *args):
+        made = fn(*args)
+        if not isinstance(made, Object):
+            raise TypeError(f"__ffi_init__ returned {type(made).__name__}, not an object")
+        # Adopt the new object's reference.
+        self._h, self._ti = made._h, made._ti
+        made._h = 0
+
+    return __init__
+
+
+def register_object(type_key: str | None = None):
+    """Class decorator binding a Python class to the runtime type ``type_key`` (default: the
+    class's ``__rffi_type_key__`` or name). The class must derive from ``rffi.Object``."""
+
+    def bind(cls):
+        key = type_key or getattr(cls, "__rffi_type_key__", None) or cls.__name__
+        if not (isinstance(cls, type) and issubclass(cls, Object)):
+            raise TypeError(f"register_object({key!r}): {cls!r} must be a subclass of rffi.Object")
+        info = type_info(key)
+        install_members(cls, info)
+        return cls
+
+    if isinstance(type_key, type):  # used bare: @register_object
+        cls, type_key = type_key, None
+        return bind(cls)
+    return bind
+
+
+def install_members(cls, info: dict, *, fields: bool = True) -> None:
+    """Puts the type's fields, methods and docs on ``cls`` and maps its index to ``cls``."""
+    index = info["type_index"]
+    cls.__rffi_type_key__ = info["type_key"]
+    cls.__rffi_type_index__ = index
+    if fields:
+        for f in info["fields"]:
+            if f["name"] not in cls.__dict__:
+                writable = bool(f["flags"] & FLAG_WRITABLE)
+                setattr(cls, f["name"], _field_property(f["name"], f["doc"], writable))
+    get_method = _ffi("ffi.TypeGetMethod")
+    for m in info["methods"]:
+        name = m["name"]
+        fn = get_method(index, name)
+        if name == "__ffi_init__":
+            if "__init__" not in cls.__dict__:
+                cls.__init__ = _init_from(fn)
+            continue
+        if name in cls.__dict__:
+            continue
+        if m["flags"] & FLAG_STATIC_METHOD:
+            setattr(cls, name, staticmethod(fn))
+        else:
+            setattr(cls, name, _instance_method(fn, name, m["doc"]))
+    if not cls.__doc__ and info["doc"]:
+        cls.__doc__ = info["doc"]
+    CLASS_OF_INDEX[index] = cls
+
+
+def isinstance_of(obj, key_or_index) -> bool:
+    """Whether ``obj``'s runtime type is ``key_or_index`` or derives from it (one lookup)."""
+    return isinstance(obj, Object) and bool(_ffi("ffi.ObjectIsInstance")(obj, key_or_index))

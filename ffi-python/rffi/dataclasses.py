@@ -1,0 +1,386 @@
+"""Dataclasses over runtime object types.
+
+``c_class("my.Point")`` binds a class to a type registered in Rust or C (like
+``register_object``) and adds dataclass behaviour: a generated ``__init__`` when the type has no
+``__ffi_init__``, ``__repr__``, ``__eq__`` and ``__hash__``. ``py_class`` defines a new type from a
+Python class's annotations; its fields are stored in the runtime object (each checked against its
+annotation's type schema when written), so Rust and C code read them by name like any other
+object's. Both take the options of Python's ``dataclasses.dataclass`` that apply (``init``,
+``repr``, ``eq``, ``frozen``, ``unsafe_hash``) and ``field(default=..., default_factory=...,
+init=..., repr=..., compare=..., hash=..., kw_only=...)`` and ``KW_ONLY``.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+
+from ._object import Object
+from ._object_model import (
+    FLAG_COMPARE_OFF,
+    FLAG_HAS_DEFAULT,
+    FLAG_HASH_OFF,
+    FLAG_INIT_OFF,
+    FLAG_KW_ONLY,
+    FLAG_REPR_OFF,
+    _ffi,
+    install_members,
+    type_info,
+)
+
+__all__ = [
+    "KW_ONLY",
+    "MISSING",
+    "Field",
+    "FrozenInstanceError",
+    "c_class",
+    "enum",
+    "field",
+    "fields",
+    "py_class",
+]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
+
+
+class _KwOnly:
+    """Annotate a pseudo-field with ``KW_ONLY``: the fields after it are keyword-only."""
+
+
+KW_ONLY = _KwOnly
+
+
+class FrozenInstanceError(AttributeError):
+    """Assigning to a field of a frozen dataclass."""
+
+
+class Field:
+    """One field of a c_class / py_class."""
+
+    __slots__ = (
+        "name",
+        "default",
+        "default_factory",
+        "init",
+        "repr",
+        "compare",
+        "hash",
+        "kw_only",
+        "doc",
+        "annotation",
+        "schema",
+    )
+
+    def __init__(
+        self,
+        default=MISSING,
+        default_factory=MISSING,
+        init=True,
+        repr=True,
+        compare=True,
+        hash=None,
+        kw_only=MISSING,
+        doc="",
+    ):
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name = None
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.compare = compare
+        self.hash = hash
+        self.kw_only = kw_only
+        self.doc = doc
+        self.annotation = typing.Any
+        self.schema = None
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r}, kw_only={self.kw_only!r})"
+
+    def has_default(self) -> bool:
+        return self.default is not MISSING or self.default_factory is not MISSING
+
+    def make_default(self):
+        if self.default_factory is not MISSING:
+            return self.default_factory()
+        return self.default
+
+
+def field(
+    *,
+    default=MISSING,
+    default_factory=MISSING,
+    init=True,
+    repr=True,
+    compare=True,
+    hash=None,
+    kw_only=MISSING,
+    doc="",
+) -> Field:
+    """Options of one field, as ``dataclasses.field``."""
+    return Field(default, default_factory, init, repr, compare, hash, kw_only, doc)
+
+
+def fields(cls_or_obj) -> tuple:
+    """The fields of a c_class / py_class (or of an instance), root type's first."""
+    cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
+    return tuple(getattr(cls, "__rffi_fields__", ()))
+
+
+# ---- runtime fields as Field objects ----
+
+
+class _RuntimeDefault:
+    """A default held by the runtime (computed there, a factory called per object)."""
+
+    __slots__ = ("index", "name")
+
+    def __init__(self, index, name):
+        self.index, self.name = index, name
+
+    def __call__(self):
+        return _ffi("ffi.TypeFieldDefault")(self.index, self.name)
+
+
+def _runtime_fields(info: dict) -> list:
+    out = []
+    for key in [*info["ancestors"], info["type_key"]]:
+        if key == "ffi.Object":
+            continue
+        t = info if key == info["type_key"] else type_info(key)
+        for f in t["fields"]:
+            flags = f["flags"]
+            fd = Field(
+                default_factory=(
+                    _RuntimeDefault(t["type_index"], f["name"])
+                    if flags & FLAG_HAS_DEFAULT
+                    else MISSING
+                ),
+                init=not flags & FLAG_INIT_OFF,
+                repr=not flags & FLAG_REPR_OFF,
+                compare=not flags & FLAG_COMPARE_OFF,
+                hash=False if flags & FLAG_HASH_OFF else None,
+                kw_only=bool(flags & FLAG_KW_ONLY),
+                doc=f["doc"],
+            )
+            fd.name = f["name"]
+            out.append(fd)
+    return out
+
+
+# ---- generated methods ----
+
+
+def _make_init(cls, all_fields: list, index: int):
+    create = _ffi("ffi.ObjectCreate")
+    put = _ffi("ffi.ObjectSetField")
+    positional = [f for f in all_fields if f.init and not f.kw_only]
+    keyword = [f for f in all_fields if f.init and f.kw_only]
+    seen_default = False
+    for f in positional:
+        if f.has_default():
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    qual = cls.__qualname__
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{qual}.__init__() takes {len(positional) + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
+        values = {}
+        for f, a in zip(positional, args):
+            values[f.name] = a
+        for name, v in kwargs.items():
+            if name in values:
+                raise TypeError(f"{qual}.__init__() got multiple values for argument {name!r}")
+            if not any(f.name == name for f in positional + keyword):
+                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {name!r}")
+            values[name] = v
+        made = create(index)
+        self._h, self._ti = made._h, made._ti
+        made._h = 0
+        for f in all_fields:
+            if f.name in values:
+                v = values[f.name]
+            elif f.has_default():
+                v = f.make_default()
+            elif f.init:
+                raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
+            else:
+                continue
+            put(self, f.name, v)
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    return __init__
+
+
+def _add_dataclass_methods(cls, all_fields, *, repr, eq, frozen, unsafe_hash):
+    cls.__rffi_fields__ = tuple(all_fields)
+    if repr and "__repr__" not in cls.__dict__:
+        shown = [f.name for f in all_fields if f.repr]
+
+        def __repr__(self):
+            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
+            return f"{type(self).__qualname__}({inner})"
+
+        cls.__repr__ = __repr__
+    compared = [f.name for f in all_fields if f.compare]
+    if eq and "__eq__" not in cls.__dict__:
+
+        def __eq__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return all(getattr(self, n) == getattr(other, n) for n in compared)
+
+        cls.__eq__ = __eq__
+    hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
+    if unsafe_hash or (eq and frozen):
+
+        def __hash__(self):
+            return hash(tuple(_hashable(getattr(self, n)) for n in hashed))
+
+        cls.__hash__ = __hash__
+    elif eq:
+        cls.__hash__ = None
+    if frozen:
+        for f in all_fields:
+            prop = cls.__dict__.get(f.name)
+            if isinstance(prop, property):
+                setattr(cls, f.name, property(prop.fget, _frozen_setter(f.name), doc=prop.__doc__))
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return id(v)
+
+
+def _frozen_setter(name):
+    def fset(self, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    return fset
+
+
+def c_class(type_key: str, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False):
+    """Binds a class to the Rust/C type ``type_key`` with dataclass behaviour."""
+
+    def bind(cls):
+        if not issubclass(cls, Object):
+            cls = type(
+                cls.__name__,
+                (cls, Object),
+                {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+            )
+        info = type_info(type_key)
+        install_members(cls, info)
+        all_fields = _runtime_fields(info)
+        if init and "__init__" not in cls.__dict__:
+            cls.__init__ = _make_init(cls, all_fields, info["type_index"])
+        _add_dataclass_methods(
+            cls, all_fields, repr=repr, eq=eq, frozen=frozen, unsafe_hash=unsafe_hash
+        )
+        return cls
+
+    return bind
+
+
+def _own_fields(cls) -> list:
+    from ._schema import TypeSchema
+
+    out = []
+    kw_only = False
+    hints = cls.__dict__.get("__annotations__", {})
+    for name, ann in hints.items():
+        if ann is KW_ONLY or ann == "KW_ONLY":
+            kw_only = True
+            continue
+        if typing.get_origin(ann) is typing.ClassVar:
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(default=value)
+        f.name = name
+        if f.kw_only is MISSING:
+            f.kw_only = kw_only
+        f.annotation = ann
+        try:
+            f.schema = TypeSchema.from_annotation(ann)
+        except TypeError:
+            f.schema = TypeSchema("Any")
+        out.append(f)
+    return out
+
+
+def py_class(
+    type_key: str | None = None, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False
+):
+    """Defines the runtime type ``type_key`` (default: module.qualname) from a class's annotated
+    fields; instances store them in the runtime object."""
+
+    def define(cls):
+        key = type_key or f"{cls.__module__}.{cls.__qualname__}"
+        parent = next((b for b in cls.__mro__[1:] if "__rffi_type_index__" in b.__dict__), None)
+        own = _own_fields(cls)
+        spec = [
+            {
+                "name": f.name,
+                "doc": f.doc,
+                "flags": (FLAG_KW_ONLY if f.kw_only else 0)
+                | (0 if f.init else FLAG_INIT_OFF)
+                | (0 if f.repr else FLAG_REPR_OFF)
+                | (0 if f.compare else FLAG_COMPARE_OFF),
+                "type_schema": f.schema.to_json(),
+            }
+            for f in own
+        ]
+        parent_index = parent.__rffi_type_index__ if parent is not None else None
+        index = _ffi("ffi.TypeRegisterValueType")(key, parent_index, json.dumps(spec))
+        if cls.__doc__:
+            _ffi("ffi.TypeRegisterDoc")(index, cls.__doc__)
+        ns = {
+            k: v
+            for k, v in cls.__dict__.items()
+            if k not in ("__dict__", "__weakref__")
+            and not isinstance(v, Field)
+            and k not in {f.name for f in own}
+        }
+        bases = (
+            cls.__bases__
+            if parent is not None or issubclass(cls, Object)
+            else (*[b for b in cls.__bases__ if b is not object], Object)
+        )
+        new = type(cls.__name__, bases, ns)
+        new.__qualname__ = cls.__qualname__
+        info = type_info(index)
+        install_members(new, info)
+        inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []
+        all_fields = inherited + own
+        if init and "__init__" not in ns:
+            new.__init__ = _make_init(new, all_fields, index)
+        _add_dataclass_methods(
+            new, all_fields, repr=repr, eq=eq, frozen=frozen, unsafe_hash=unsafe_hash
+        )
+        return new
+
+    if isinstance(type_key, type):  # used bare: @py_class
+        cls, type_key = type_key, None
+        return define(cls)
+    return define
+
+
+from ._dataclass_enum import enum  # noqa: E402  (uses the helpers above)
