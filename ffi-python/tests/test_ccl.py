@@ -17,7 +17,9 @@ def src(rank, n, seed):
     return np.array([fill_value(rank, i, seed) for i in range(n)], dtype=np.float64)
 
 
-@pytest.fixture(params=[(k, n) for k in ("thread", "process") for n in (2, 4)], ids=str, scope="module")
+@pytest.fixture(
+    params=[(k, n) for k in ("thread", "process") for n in (2, 4)], ids=str, scope="module"
+)
 def sess(request):
     kind, n = request.param
     s = KINDS[kind](n)
