@@ -21,4 +21,4 @@ if ! ldconfig -p | grep -q 'libnccl\.so '; then
 fi
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "GPUs:", torch.cuda.device_count(), "NCCL (torch):", torch.cuda.nccl.version())'
-cd "$ROOT" && python3 -m pytest -v -s -p no:cacheprovider sessions/tests/gpu 2>&1 | tee "$OUT/ccl-gpu.log"
+cd "$ROOT" && python3 -m pytest -v -s -rs -p no:cacheprovider sessions/tests/gpu 2>&1 | tee "$OUT/ccl-gpu.log"
