@@ -318,6 +318,7 @@ fn to_value(v: &Any) -> Result<Value> {
 /// worker process ends when its controller dies). Returns why it stopped, when that was an error.
 pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<(), String> {
     CURRENT.with(|c| c.set(Some((rank, world))));
+    crate::ccl::link();
     let mut worker = Worker::new(rank, world);
     let mut w = Writer::default();
     let result = loop {
@@ -356,6 +357,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
         }
     };
     drop(worker);
+    crate::ccl::set_comm(None);
     CURRENT.with(|c| c.set(None));
     result
 }
