@@ -3,7 +3,7 @@
 //!
 //! Tracebacks are stored most recent call first as `  File "<file>", line <n>, in <function>` lines
 //! so each layer can append its frames while the error unwinds. Raising must stay cheap: the native
-//! backtrace is captured as an unresolved `std::backtrace::Backtrace` and only symbolized (which can
+//! backtrace is captured unresolved (`backtrace::Backtrace::new_unresolved`) and only symbolized (which can
 //! take ~100 ms the first time) when someone asks for the traceback. The raise site comes from
 //! `#[track_caller]`, so the function that raised is named with its file and line even in a build
 //! without debug info.
@@ -13,7 +13,7 @@ use crate::abi::{
     RFFIErrorCell, RFFIObjectHandle,
 };
 use crate::object::{alloc_object, body, static_object_type, ObjectRef};
-use std::backtrace::Backtrace;
+use backtrace::Backtrace;
 use std::borrow::Cow;
 use std::cell::{Cell, UnsafeCell};
 use std::panic::Location;
@@ -145,7 +145,7 @@ impl Error {
     /// A new error raised here (the caller's location is recorded).
     #[track_caller]
     pub fn new(kind: &str, message: impl Into<String>) -> Error {
-        let native = native_capture_enabled().then(Backtrace::force_capture);
+        let native = native_capture_enabled().then(Backtrace::new_unresolved);
         Self::build(
             kind,
             message.into(),
@@ -158,7 +158,7 @@ impl Error {
     /// A new error raised by foreign code through the C API: the native frames of its caller are
     /// captured, but no Rust location (the C entry point's own line would only be noise).
     pub(crate) fn new_foreign(kind: &str, message: impl Into<String>) -> Error {
-        let native = native_capture_enabled().then(Backtrace::force_capture);
+        let native = native_capture_enabled().then(Backtrace::new_unresolved);
         Self::build(kind, message.into(), None, native, "")
     }
 
@@ -271,9 +271,10 @@ impl Error {
             return self.cell_str(|c| c.backtrace);
         };
         let mut trace = lock(&body.trace);
-        if let Some(bt) = trace.native.take() {
+        if let Some(mut bt) = trace.native.take() {
+            bt.resolve();
             let site = trace.location.as_ref().map(|(f, l)| (f.as_ref(), *l));
-            trace.native_text = render_native(&bt.to_string(), site, backtrace_setting() == 3);
+            trace.native_text = render_native(&native_frames(&bt), site, backtrace_setting() == 3);
         }
         if trace.location_frame.is_empty() {
             if let Some((file, line)) = &trace.location {
@@ -372,51 +373,52 @@ pub fn frame(file: &str, line: u32, function: &str) -> String {
     format!("  File \"{file}\", line {line}, in {function}\n")
 }
 
-/// One frame of a captured native backtrace: its symbol, and its source location if known.
-struct NativeFrame<'a> {
-    symbol: &'a str,
-    location: Option<(&'a str, u32)>,
+/// One frame of a captured native backtrace: its symbol (demangled, Rust or C++), and its source
+/// location if the binary's debug info has it.
+struct NativeFrame {
+    symbol: String,
+    location: Option<(String, u32)>,
 }
 
-/// The frames of `std::backtrace::Backtrace`'s text: "  N: symbol", optionally followed by
-/// "      at file:line:col" (inlined functions print as more "at"-less symbol lines).
-fn parse_native(text: &str) -> Vec<NativeFrame<'_>> {
+/// The frames of a resolved backtrace, from the `backtrace` crate's structured symbols (an
+/// inlined function is a symbol of its own, listed before the function it was inlined into).
+fn native_frames(bt: &Backtrace) -> Vec<NativeFrame> {
     let mut frames = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        let Some((num, sym)) = line.trim_start().split_once(": ") else {
-            continue;
-        };
-        if num.parse::<u32>().is_err() {
-            continue;
+    for frame in bt.frames() {
+        for sym in frame.symbols() {
+            let symbol = sym
+                .name()
+                .map(|n| format!("{n:#}")) // `:#`: without the Rust hash suffix
+                .unwrap_or_else(|| "<unknown>".to_owned());
+            let location = sym.filename().zip(sym.lineno()).map(|(file, line)| {
+                let file = file.to_string_lossy();
+                (relative_to_workspace(&file).to_owned(), line)
+            });
+            frames.push(NativeFrame { symbol, location });
         }
-        let mut location = None;
-        if let Some(loc) = lines
-            .peek()
-            .and_then(|l| l.trim_start().strip_prefix("at "))
-        {
-            let mut parts = loc.rsplitn(3, ':');
-            let _col = parts.next();
-            location = parts
-                .next()
-                .and_then(|l| l.parse().ok())
-                .zip(parts.next())
-                .map(|(line, file)| (file.strip_prefix("./").unwrap_or(file), line));
-            lines.next();
-        }
-        frames.push(NativeFrame {
-            symbol: strip_hash(sym.trim()),
-            location,
-        });
     }
     frames
+}
+
+/// A path of this runtime's own sources relative to its workspace, as `file!()` writes the raise
+/// site (debug info holds them absolute, under the build machine's checkout).
+fn relative_to_workspace(file: &str) -> &str {
+    let file = file.strip_prefix("./").unwrap_or(file);
+    let core_dir = env!("CARGO_MANIFEST_DIR"); // <workspace>/ffi-core
+    match core_dir.rsplit_once(['/', '\\']) {
+        Some((workspace, _)) => file
+            .strip_prefix(workspace)
+            .and_then(|rest| rest.strip_prefix(['/', '\\']))
+            .unwrap_or(file),
+        None => file,
+    }
 }
 
 /// Renders a captured backtrace (its text) as traceback lines, keeping the caller's frames and
 /// dropping what is noise to a user: the runtime's own plumbing (std, core, the boundary shims,
 /// the C++ API's headers), the frame of the raise site `site` (already the error's first frame),
 /// and, unless `full`, frames without a source location (interpreters, stripped libraries).
-fn render_native(text: &str, site: Option<(&str, u32)>, full: bool) -> String {
+fn render_native(frames: &[NativeFrame], site: Option<(&str, u32)>, full: bool) -> String {
     const SKIP: &[&str] = &[
         "std::",
         "core::",
@@ -435,20 +437,22 @@ fn render_native(text: &str, site: Option<(&str, u32)>, full: bool) -> String {
     const PLUMBING: &[&str] = &["rffi_core::function::", "rffi_core::error::"];
     let mut out = String::new();
     let mut site = site;
-    for f in parse_native(text) {
-        if SKIP.iter().any(|p| f.symbol.starts_with(p))
-            || PLUMBING.iter().any(|p| f.symbol.contains(p))
+    for f in frames {
+        let symbol = strip_hash(&f.symbol);
+        if SKIP.iter().any(|p| symbol.starts_with(p)) || PLUMBING.iter().any(|p| symbol.contains(p))
         {
             continue;
         }
-        let Some((file, line)) = f.location else {
+        let Some((file, line)) = f.location.as_ref().map(|(f, l)| (f.as_str(), *l)) else {
             if full {
-                out.push_str(&frame("<unknown>", 0, f.symbol));
+                out.push_str(&frame("<unknown>", 0, symbol));
             }
             continue;
         };
-        if file.starts_with("/rustc/") || is_runtime_plumbing(file) {
-            continue; // the standard library's frames, and this runtime's raise/call machinery
+        // The standard library's frames, the capture's own (`backtrace` crate), and this
+        // runtime's raise/call machinery.
+        if file.starts_with("/rustc/") || is_backtrace_crate(file) || is_runtime_plumbing(file) {
+            continue;
         }
         if !full && is_cpp_api_plumbing(file) {
             continue;
@@ -460,9 +464,14 @@ fn render_native(text: &str, site: Option<(&str, u32)>, full: bool) -> String {
                 continue;
             }
         }
-        out.push_str(&frame(file, line, f.symbol));
+        out.push_str(&frame(file, line, symbol));
     }
     out
+}
+
+fn is_backtrace_crate(file: &str) -> bool {
+    let file = file.replace('\\', "/");
+    file.contains("/backtrace-0.") && file.contains("/src/")
 }
 
 /// Whether two spellings of a source path name the same file (`./a/b.rs`, `a/b.rs`, `/x/a/b.rs`).
@@ -569,7 +578,7 @@ impl Error {
             "Rust panic with a non-string payload".to_owned()
         };
         let site = PANIC_SITE.with(|s| s.borrow_mut().take());
-        let native = native_capture_enabled().then(Backtrace::force_capture);
+        let native = native_capture_enabled().then(Backtrace::new_unresolved);
         Self::build(
             kind::RUNTIME_ERROR,
             format!("panic: {msg}"),
@@ -679,23 +688,69 @@ mod tests {
 
     #[test]
     fn native_frames_without_noise() {
-        let text = "   0: rffi_core::error::Error::new\n             at ./ffi-core/src/error.rs:150:20\n   1: testing::{{closure}}\n             at ./ffi-core/src/testing.rs:39:5\n   2: _ZNK4rffi8Function10CallPackedEPK7RFFIAnyi\n             at ./include/rffi/cpp/function.hpp:204:5\n   3: main\n             at /src/app/host.cc:9:3\n   4: _PyEval_EvalFrameDefault\n   5: std::rt::lang_start\n             at /rustc/abc/library/std/src/rt.rs:1:1\n";
+        let f = |symbol: &str, at: Option<(&str, u32)>| NativeFrame {
+            symbol: symbol.to_owned(),
+            location: at.map(|(file, line)| (file.to_owned(), line)),
+        };
+        let frames = [
+            f(
+                "rffi_core::error::Error::new",
+                Some(("ffi-core/src/error.rs", 150)),
+            ),
+            f(
+                "testing::{{closure}}",
+                Some(("ffi-core/src/testing.rs", 39)),
+            ),
+            f(
+                "rffi::Function::CallPacked(RFFIAny const*, int) const",
+                Some(("include/rffi/cpp/function.hpp", 204)),
+            ),
+            f("main", Some(("/src/app/host.cc", 9))),
+            f("_PyEval_EvalFrameDefault", None),
+            f(
+                "std::rt::lang_start::h0123456789abcdef",
+                Some(("/rustc/abc/library/std/src/rt.rs", 1)),
+            ),
+        ];
         let site = Some(("ffi-core/src/testing.rs", 39));
         // The raise site's own frame, the C++ API's plumbing, frames without a location, std
         // and the runtime's machinery are dropped.
         assert_eq!(
-            render_native(text, site, false),
+            render_native(&frames, site, false),
             "  File \"/src/app/host.cc\", line 9, in main\n"
         );
         // A frame at another line of the raise site's file is kept.
         assert!(
-            render_native(text, Some(("ffi-core/src/testing.rs", 40)), false)
+            render_native(&frames, Some(("ffi-core/src/testing.rs", 40)), false)
                 .contains("testing.rs\", line 39")
         );
         // RFFI_BACKTRACE=full keeps the C++ API's frames and frames without a location.
-        let full = render_native(text, site, true);
+        let full = render_native(&frames, site, true);
         assert!(full.contains("function.hpp") && full.contains("_PyEval_EvalFrameDefault"));
         assert!(!full.contains("error.rs") && !full.contains("rt.rs"));
+    }
+
+    #[test]
+    fn native_frames_come_resolved_with_names_and_locations() {
+        #[inline(never)]
+        fn capture_here() -> Backtrace {
+            let mut bt = Backtrace::new_unresolved();
+            bt.resolve();
+            bt
+        }
+        assert_eq!(
+            relative_to_workspace(concat!(env!("CARGO_MANIFEST_DIR"), "/src/testing.rs")),
+            "ffi-core/src/testing.rs"
+        );
+        assert_eq!(
+            relative_to_workspace("/elsewhere/app.cc"),
+            "/elsewhere/app.cc"
+        );
+        let frames = native_frames(&capture_here());
+        assert!(frames.iter().any(|f| f.symbol.contains("capture_here")
+            && f.location
+                .as_ref()
+                .is_some_and(|(file, _)| file.ends_with("error.rs"))));
     }
 
     #[test]

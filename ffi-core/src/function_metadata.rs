@@ -10,11 +10,13 @@
 use crate::error::{Error, Result};
 use crate::function_registry::{get_global_func, register_builtin};
 use crate::schema::{json_quote, parse_json, JsonValue, TypeSchema};
-use rustc_hash::FxHashMap;
 use std::sync::{OnceLock, RwLock};
 
-fn table() -> &'static RwLock<FxHashMap<String, String>> {
-    static TABLE: OnceLock<RwLock<FxHashMap<String, String>>> = OnceLock::new();
+/// A process-lifetime table, so leak checkers see it as reachable (see `lifetime_map`).
+type Table = crate::lifetime_map::LifetimeMap<Box<str>, Box<str>>;
+
+fn table() -> &'static RwLock<Table> {
+    static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
     TABLE.get_or_init(Default::default)
 }
 
@@ -28,7 +30,7 @@ pub fn set_global_func_metadata(name: &str, metadata: &str) -> Result<()> {
     }
     check_metadata(metadata)?;
     let mut t = table().write().unwrap_or_else(|e| e.into_inner());
-    t.insert(name.to_owned(), metadata.to_owned());
+    t.insert(name.into(), metadata.into());
     Ok(())
 }
 
@@ -60,7 +62,7 @@ pub fn get_global_func_metadata(name: &str) -> Option<String> {
         return f.call(&[name.into()]).ok()?.try_as::<String>().ok();
     }
     if let Some(m) = table().read().unwrap_or_else(|e| e.into_inner()).get(name) {
-        return Some(m.clone());
+        return Some(m.to_string());
     }
     let f = get_global_func(name)?;
     Some(match f.signature() {

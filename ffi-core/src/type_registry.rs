@@ -53,6 +53,9 @@ pub(crate) struct TypeEntry {
     info: UnsafeCell<RFFITypeInfo>,
     fields: UnsafeCell<Vec<RFFIFieldInfo>>,
     methods: UnsafeCell<Vec<RFFIMethodInfo>>,
+    /// Arrays replaced when `fields` / `methods` grew (start, capacity in bytes): a pointer read
+    /// earlier may still be in use, so they are kept, and reachable.
+    retired: UnsafeCell<Vec<(*mut u8, usize)>>,
 }
 
 // SAFETY: the cells are written only under the table's write lock; what they point to (leaked
@@ -113,6 +116,7 @@ fn new_entry(key: &'static str, index: i32, parent: Option<&'static TypeEntry>) 
         }),
         fields: UnsafeCell::new(Vec::new()),
         methods: UnsafeCell::new(Vec::new()),
+        retired: UnsafeCell::new(Vec::new()),
     }
 }
 
@@ -140,14 +144,19 @@ impl TypeEntry {
     ///
     /// # Safety
     /// Caller holds the table's write lock.
-    unsafe fn push<T: Copy>(vec: &UnsafeCell<Vec<T>>, item: T) -> (*const T, i32) {
+    unsafe fn push<T: Copy>(&self, vec: &UnsafeCell<Vec<T>>, item: T) -> (*const T, i32) {
         // SAFETY: exclusive under the write lock (contract).
         let v = unsafe { &mut *vec.get() };
         if v.len() == v.capacity() {
             let mut grown = Vec::with_capacity((v.capacity() * 2).max(4));
             grown.extend_from_slice(v);
-            // The old buffer may still be read through a pointer handed out earlier.
-            core::mem::forget(core::mem::replace(v, grown));
+            // The old buffer may still be read through a pointer handed out earlier: kept.
+            let mut old = core::mem::ManuallyDrop::new(core::mem::replace(v, grown));
+            if old.capacity() > 0 {
+                let bytes = old.capacity() * core::mem::size_of::<T>();
+                // SAFETY: exclusive under the write lock (contract).
+                unsafe { (*self.retired.get()).push((old.as_mut_ptr().cast(), bytes)) };
+            }
         }
         v.push(item);
         (v.as_ptr(), v.len() as i32)
@@ -326,7 +335,7 @@ impl EntryWriter {
     pub(crate) fn push_field(&mut self, f: RFFIFieldInfo) {
         // SAFETY: the write lock is held while an EntryWriter exists.
         unsafe {
-            let (p, n) = TypeEntry::push(&self.entry.fields, f);
+            let (p, n) = self.entry.push(&self.entry.fields, f);
             let info = &mut *self.entry.info.get();
             info.fields = p;
             info.num_fields = n;
@@ -336,7 +345,7 @@ impl EntryWriter {
     pub(crate) fn push_method(&mut self, m: RFFIMethodInfo) {
         // SAFETY: the write lock is held while an EntryWriter exists.
         unsafe {
-            let (p, n) = TypeEntry::push(&self.entry.methods, m);
+            let (p, n) = self.entry.push(&self.entry.methods, m);
             let info = &mut *self.entry.info.get();
             info.methods = p;
             info.num_methods = n;

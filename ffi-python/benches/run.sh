@@ -10,6 +10,8 @@ VENV=.venv-bench
   "$VENV/bin/pip" install -q "apache-tvm-ffi==0.1.15.post2"
 "$VENV/bin/python" -c "import numpy" 2>/dev/null || "$VENV/bin/pip" install -q numpy
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release -q -p rffi-c
+cargo build --release -q -p rffi-c -p rffi-python-native
+# numpy's BLAS threads would spin on the cores the calls are measured on.
+export OPENBLAS_NUM_THREADS=1
 RFFI_LIBRARY_PATH="$CARGO_TARGET_DIR/release" PYTHONPATH="$PWD/ffi-python" \
   "$VENV/bin/python" ffi-python/benches/bench_calls.py "$@"

@@ -362,6 +362,9 @@ def write_owned(value, result_ptr: int) -> None:
 def convert(value):
     """Converts a Python value to its rffi form and back: lists and tuples become ``Array``, dicts
     ``Map``, callables ``Function``; plain values come back as themselves."""
+    t = type(value)
+    if (TABLE.get(t) or kind_of(t)) == CALLABLE:
+        return _callback.function_from_callable(value)
     fr = scratch()
     try:
         i = ARGS

@@ -298,6 +298,15 @@ if FASTPATH:
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
 
+if FASTPATH:
+    # Wrappers (and the decoders that take over references) release through a native builtin.
+    from . import _decode, _object
+
+    _release = _native.builtin("dec_ref")
+    _object.set_release(_release)
+    _decode._DecRef = _release
+    Object.__del__ = _native.object_release(Object)
+
 CLASS_OF_INDEX[_lib.kFunction] = Function
 OBJ_DECODERS[_lib.kFunction] = wrap_function
 

@@ -156,6 +156,26 @@ def make_function_type(base: type, hooks: dict) -> type:
     return make((base,), size, dict(hooks, handle_slot=handle_slot, tidx_slot=tidx_slot))
 
 
+def builtin(name: str):
+    """The native library's builtin function ``name`` (``dec_ref``, ``from_dlpack``): a real
+    CPython builtin, called without ctypes; None where the fast path is off."""
+    if _PYDLL is None:
+        return None
+    make = _PYDLL.rffi_python_builtin
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.c_char_p]
+    return make(name.encode())
+
+
+def object_release(object_class: type):
+    """The native ``__del__`` of the Object class (a method descriptor: no Python frame when a
+    wrapper dies)."""
+    make = _PYDLL.rffi_python_object_release
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.py_object]
+    return make(object_class)
+
+
 def object_entry(name: str):
     """The native library's entry ``name`` taking one Python object and returning an int64
     (``rffi_python_from_dlpack``, ``rffi_python_function_from_callable``), called with the GIL

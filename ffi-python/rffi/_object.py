@@ -137,6 +137,13 @@ def _describe(obj) -> str:
     return f"{name} ({type_key(obj._ti)})" if obj._h else name
 
 
+def set_release(dec_ref) -> None:
+    """Makes wrappers release their reference through ``dec_ref(handle)`` (the native path's
+    builtin, which keeps the GIL and costs no ctypes call)."""
+    global _DecRef
+    _DecRef = dec_ref
+
+
 def wrap_new(cls, handle: int, tidx: int):
     """A wrapper of class ``cls`` that takes over one owned reference to ``handle``."""
     obj = cls.__new__(cls)

@@ -254,7 +254,8 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
 
 
 # The fast path's import of the producers it handles natively; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _native.object_entry("rffi_python_from_dlpack") if FASTPATH else None
+# The native path's builtin: the Tensor wrapper made in one native call; None on the ctypes path.
+_NATIVE_FROM_DLPACK = _native.builtin("from_dlpack") if FASTPATH else None
 
 
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
@@ -266,11 +267,9 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
         # Types the native call path imports (exchange API, host-memory producers whose rule is
         # known): one C call; anything else (0) continues below, where the errors are worded.
         if _NATIVE_FROM_DLPACK is not None:
-            h = _NATIVE_FROM_DLPACK(obj)
-            if h:
-                if h == -1:
-                    raise take_raised_exception()
-                return wrap_new(Tensor, h, _lib.kTensor)
+            t = _NATIVE_FROM_DLPACK(obj, Tensor)
+            if t is not None:
+                return t
     if type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:

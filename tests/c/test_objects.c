@@ -185,6 +185,7 @@ static void test_objects(void) {
   memset(&r, 0, sizeof(r));
   CHECK(RFFIObjectGetField(obj, &owner, &r) == 0 && r.v.v_obj == (RFFIObject*)arr);
   RFFIObjectDecRef(r.v.v_obj);
+  RFFIObjectDecRef(arr); /* the field holds its own reference */
   memset(&r, 0, sizeof(r));
   CHECK(RFFIObjectGetField(obj, &dbl, &r) == 0 && r.v.v_float64 == 4.0);
 

@@ -57,6 +57,9 @@ pub fn rust_plugin() -> PathBuf {
 }
 
 /// Compiles a C file (relative to the workspace) into a shared library in the test scratch dir.
+/// The library's name carries the extra flags, so two builds of one source with different flags
+/// never overwrite each other; each build writes a file of its own and renames it into place, so
+/// a test that has the library loaded never sees it rewritten under it.
 pub fn c_plugin(src: &str, extra: &[&str]) -> PathBuf {
     let ws = workspace();
     let stem = Path::new(src)
@@ -64,7 +67,24 @@ pub fn c_plugin(src: &str, extra: &[&str]) -> PathBuf {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{stem}.so"));
+    let flags: String = extra
+        .iter()
+        .flat_map(|f| ["_".to_string(), f.trim_start_matches('-').to_string()])
+        .collect::<String>()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join(format!("lib{stem}{flags}.so"));
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!("lib{stem}{flags}.so.{}.{n}", std::process::id()));
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args([
             "-shared", "-fPIC", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I",
@@ -73,9 +93,10 @@ pub fn c_plugin(src: &str, extra: &[&str]) -> PathBuf {
         .args(extra)
         .arg(ws.join(src))
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .status()
         .expect("cannot run cc");
     assert!(status.success(), "cc failed on {src}");
+    std::fs::rename(&tmp, &out).expect("cannot move the built plugin into place");
     out
 }

@@ -19,7 +19,7 @@ use crate::any::AnyView;
 use crate::error::{Error, Result};
 use crate::host::host;
 use crate::type_registry::{leak_bytes, slice, type_info, with_entry_mut};
-use crate::{Function, ObjectRef, ObjectType};
+use crate::{Any, Function, ObjectRef, ObjectType};
 use core::cell::Cell;
 use std::sync::Once;
 
@@ -128,7 +128,7 @@ pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()
             )));
         }
     }
-    if f.flags & kRFFIFieldFlagBitMaskSetterIsFunctionObj != 0 {
+    let setter = if f.flags & kRFFIFieldFlagBitMaskSetterIsFunctionObj != 0 {
         let setter = ObjectRef::from_handle(f.setter)
             .and_then(|o| Function::from_object(o).ok())
             .ok_or_else(|| {
@@ -136,9 +136,11 @@ pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()
                     "field `{name}` of `{key}`: the setter flag says Function, but it is not one"
                 ))
             })?;
-        f.setter = setter.into_object().into_raw().as_ptr().cast(); // kept for ever
-    }
-    f.default_value_or_factory = if f.flags & kRFFIFieldFlagBitMaskHasDefault != 0 {
+        Some(setter)
+    } else {
+        None
+    };
+    let default = if f.flags & kRFFIFieldFlagBitMaskHasDefault != 0 {
         // SAFETY: a valid value for the call (contract).
         let v = unsafe { AnyView::from_raw(f.default_value_or_factory) }.to_owned()?;
         if f.flags & kRFFIFieldFlagBitMaskDefaultFromFactory != 0 && v.type_index() != kRFFIFunction
@@ -148,22 +150,27 @@ pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()
                 v.view().type_name()
             )));
         }
-        v.into_raw() // owned by the registry for ever
+        Some(v)
     } else {
-        crate::any::NONE_RAW
+        None
     };
-    f.name = leak_bytes(name.as_bytes());
-    f.doc = leak_bytes(bytes(&info.doc));
-    f.metadata = leak_bytes(bytes(&info.metadata));
     with_entry_mut(type_index, |entry, w| {
-        let info = entry.info();
+        let own_info = entry.info();
         // SAFETY: the entry's fields array has `num_fields` items.
-        let own = unsafe { slice(info.fields, info.num_fields) };
+        let own = unsafe { slice(own_info.fields, own_info.num_fields) };
         if own.iter().any(|g| bytes(&g.name) == name.as_bytes()) {
             return Err(Error::value_error(format!(
                 "field `{name}` of `{key}` is already registered"
             )));
         }
+        // From here on the registry owns these for the life of the process.
+        if let Some(setter) = setter {
+            f.setter = setter.into_object().into_raw().as_ptr().cast();
+        }
+        f.default_value_or_factory = default.map_or(crate::any::NONE_RAW, Any::into_raw);
+        f.name = leak_bytes(name.as_bytes());
+        f.doc = leak_bytes(bytes(&info.doc));
+        f.metadata = leak_bytes(bytes(&info.metadata));
         w.push_field(f);
         Ok(())
     })
@@ -189,18 +196,18 @@ pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<
         )));
     }
     let mut m = *info;
-    m.name = leak_bytes(name.as_bytes());
-    m.doc = leak_bytes(bytes(&info.doc));
-    m.metadata = leak_bytes(bytes(&info.metadata));
     with_entry_mut(type_index, |entry, w| {
-        let info = entry.info();
+        let own_info = entry.info();
         // SAFETY: the entry's methods array has `num_methods` items.
-        let own = unsafe { slice(info.methods, info.num_methods) };
+        let own = unsafe { slice(own_info.methods, own_info.num_methods) };
         if own.iter().any(|g| bytes(&g.name) == name.as_bytes()) {
             return Err(Error::value_error(format!(
                 "method `{name}` of `{key}` is already registered"
             )));
         }
+        m.name = leak_bytes(name.as_bytes());
+        m.doc = leak_bytes(bytes(&info.doc));
+        m.metadata = leak_bytes(bytes(&info.metadata));
         m.method = method.into_raw(); // owned by the registry for ever
         w.push_method(m);
         Ok(())

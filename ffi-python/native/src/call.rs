@@ -71,7 +71,7 @@ unsafe fn call_python(
 ///
 /// # Safety
 /// GIL held, on the thread whose call failed.
-unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
+pub(super) unsafe fn raise_runtime_error(api: &Api, h: &Hooks) -> PyObj {
     // SAFETY: GIL held; `exc` and its type are new references, released here.
     unsafe {
         let exc =

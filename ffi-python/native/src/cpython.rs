@@ -40,6 +40,17 @@ pub(crate) struct PyMemberDef {
     pub doc: *const c_char,
 }
 
+#[repr(C)]
+pub(crate) struct PyMethodDef {
+    pub name: *const c_char,
+    pub meth: *mut c_void,
+    pub flags: c_int,
+    pub doc: *const c_char,
+}
+
+pub(crate) const METH_NOARGS: c_int = 0x0004;
+pub(crate) const METH_O: c_int = 0x0008;
+pub(crate) const METH_FASTCALL: c_int = 0x0080;
 pub(crate) const Py_tp_call: c_int = 50;
 pub(crate) const Py_tp_doc: c_int = 56;
 pub(crate) const Py_tp_new: c_int = 65;
@@ -108,6 +119,7 @@ table! {
     f PyType_GenericAlloc: unsafe extern "C" fn(PyObj, Py_ssize_t) -> PyObj,
     f PyType_IsSubtype: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f PyVectorcall_Call: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> PyObj,
+    f PyObject_VectorcallMethod: unsafe extern "C" fn(PyObj, *const PyObj, usize, PyObj) -> PyObj,
     f PyEval_SaveThread: unsafe extern "C" fn() -> *mut c_void,
     f PyEval_RestoreThread: unsafe extern "C" fn(*mut c_void),
     f PyCapsule_IsValid: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
@@ -121,6 +133,8 @@ table! {
     f PyException_SetTraceback: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,
     f Py_GetRecursionLimit: unsafe extern "C" fn() -> c_int,
+    f PyCFunction_NewEx: unsafe extern "C" fn(*mut PyMethodDef, PyObj, PyObj) -> PyObj,
+    f PyDescr_NewMethod: unsafe extern "C" fn(PyObj, *mut PyMethodDef) -> PyObj,
     f Py_SetRecursionLimit: unsafe extern "C" fn(c_int),
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,

@@ -185,15 +185,14 @@ pub(super) unsafe fn make_function_type(
         let tidx_name = (api.PyUnicode_InternFromString)(c"_tidx".as_ptr());
         let exchange_name = (api.PyUnicode_InternFromString)(c"__dlpack_c_exchange_api__".as_ptr());
         let dlpack_name = (api.PyUnicode_InternFromString)(c"__dlpack__".as_ptr());
-        let dlpack_kwargs = dlpack_kwargs(api);
-        let empty_tuple = (api.PyTuple_New)(0);
+        let (dlpack_version, dlpack_kwnames) = dlpack_call(api);
         let made = [
             handle_name,
             tidx_name,
             exchange_name,
             dlpack_name,
-            dlpack_kwargs,
-            empty_tuple,
+            dlpack_version,
+            dlpack_kwnames,
         ];
         if made.iter().any(|o| o.is_null()) {
             (api.Py_DecRef)(ty);
@@ -218,48 +217,45 @@ pub(super) unsafe fn make_function_type(
             tidx_name,
             exchange_name,
             dlpack_name,
-            dlpack_kwargs,
-            empty_tuple,
+            dlpack_version,
+            dlpack_kwnames,
             fields: base,
         });
     }
     ty
 }
 
-/// `{"max_version": (1, 1)}`, the keywords of the `__dlpack__` calls, or NULL with an error set.
+/// `((1, 1), ("max_version",))`: the keyword value and names of the `__dlpack__` calls
+/// (vectorcall form), or NULLs with an error set.
 ///
 /// # Safety
 /// GIL held.
-unsafe fn dlpack_kwargs(api: &Api) -> PyObj {
+unsafe fn dlpack_call(api: &Api) -> (PyObj, PyObj) {
     // SAFETY: GIL held; PyTuple_SetItem steals the item references; everything made is released
     // on failure.
     unsafe {
         let version = (api.PyTuple_New)(2);
-        if version.is_null() {
-            return version;
-        }
-        for k in 0..2 {
-            let v = (api.PyLong_FromLongLong)(1);
-            if v.is_null() || (api.PyTuple_SetItem)(version, k, v) != 0 {
-                (api.Py_DecRef)(version);
-                return std::ptr::null_mut();
-            }
-        }
+        let names = (api.PyTuple_New)(1);
         let key = (api.PyUnicode_InternFromString)(c"max_version".as_ptr());
-        let kwargs = (api.PyDict_New)();
-        let ok =
-            !key.is_null() && !kwargs.is_null() && (api.PyDict_SetItem)(kwargs, key, version) == 0;
-        (api.Py_DecRef)(version);
-        if !key.is_null() {
+        let mut ok = !version.is_null() && !names.is_null() && !key.is_null();
+        if ok {
+            (api.PyTuple_SetItem)(names, 0, key);
+            for k in 0..2 {
+                let v = (api.PyLong_FromLongLong)(1);
+                ok = ok && !v.is_null() && (api.PyTuple_SetItem)(version, k, v) == 0;
+            }
+        } else if !key.is_null() {
             (api.Py_DecRef)(key);
         }
         if !ok {
-            if !kwargs.is_null() {
-                (api.Py_DecRef)(kwargs);
+            for o in [version, names] {
+                if !o.is_null() {
+                    (api.Py_DecRef)(o);
+                }
             }
-            return std::ptr::null_mut();
+            return (std::ptr::null_mut(), std::ptr::null_mut());
         }
-        kwargs
+        (version, names)
     }
 }
 

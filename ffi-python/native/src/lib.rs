@@ -20,6 +20,7 @@
 //! `release_gil` is false.
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
 
+mod builtins;
 mod call;
 mod callback;
 mod convert;
@@ -68,9 +69,9 @@ pub(crate) struct Hooks {
     /// Interned `"__dlpack_c_exchange_api__"` and `"__dlpack__"`.
     pub exchange_name: PyObj,
     pub dlpack_name: PyObj,
-    /// `{"max_version": (1, 1)}` and `()`: the arguments of a `__dlpack__` call.
-    pub dlpack_kwargs: PyObj,
-    pub empty_tuple: PyObj,
+    /// `(1, 1)` and `("max_version",)`: the keyword argument of a `__dlpack__` call.
+    pub dlpack_version: PyObj,
+    pub dlpack_kwnames: PyObj,
     /// Byte offset of the native fields in an instance (the base class's basic size).
     pub fields: usize,
 }
@@ -224,6 +225,50 @@ pub unsafe extern "C" fn rffi_python_function_from_callable(callable: *mut c_voi
         callback::function_from_callable(api, h, callable.cast()) as i64
     }))
     .unwrap_or_else(|_| refuse())
+}
+
+/// The native builtin `name` (`dec_ref`, `from_dlpack`; see `builtins.rs`) as a new Python
+/// function, or NULL with a Python exception set. Call through `ctypes.PyDLL` (the GIL held)
+/// with `restype = ctypes.py_object`, after `rffi_python_init`.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn rffi_python_builtin(name: *const c_char) -> *mut c_void {
+    let Some(api) = cpython::api() else {
+        return std::ptr::null_mut();
+    };
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a NUL-terminated string per the contract; GIL held.
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        builtins::make(api, std::ffi::CStr::from_ptr(name))
+    }))
+    .unwrap_or(std::ptr::null_mut())
+    .cast()
+}
+
+/// The native `__del__` of the package's Object class `cls` (a method descriptor; see
+/// `builtins.rs`), or NULL with a Python exception set. Call through `ctypes.PyDLL` with
+/// `restype = ctypes.py_object`, after `rffi_python_make_function_type`.
+///
+/// # Safety
+/// `cls` must be the package's Object class and the GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn rffi_python_object_release(cls: *mut c_void) -> *mut c_void {
+    let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
+        return std::ptr::null_mut();
+    };
+    if cls.is_null() || cls.cast() != h.object_type {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the package's Object class; GIL held (contract).
+    catch_unwind(AssertUnwindSafe(|| unsafe {
+        builtins::make_release(api, cls.cast())
+    }))
+    .unwrap_or(std::ptr::null_mut())
+    .cast()
 }
 
 pub(crate) fn publish_hooks(h: Hooks) {

@@ -359,13 +359,9 @@ unsafe fn import_dlpack(
     }
     // SAFETY: GIL held; new references, each released below.
     let capsule = unsafe {
-        let method = (api.PyObject_GetAttr)(obj, h.dlpack_name);
-        if method.is_null() {
-            (api.PyErr_Clear)();
-            return Ok(None);
-        }
-        let c = (api.PyObject_Call)(method, h.empty_tuple, h.dlpack_kwargs);
-        (api.Py_DecRef)(method);
+        // obj.__dlpack__(max_version=(1, 1)), as a vectorcall (no bound method, no dict).
+        let args = [obj, h.dlpack_version];
+        let c = (api.PyObject_VectorcallMethod)(h.dlpack_name, args.as_ptr(), 1, h.dlpack_kwnames);
         if c.is_null() {
             (api.PyErr_Clear)(); // the Python path repeats the export and raises
             return Ok(None);
