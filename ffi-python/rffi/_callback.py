@@ -18,7 +18,13 @@ from . import _function, _lib, _native
 from . import _layout as L
 from ._convert import write_owned
 from ._decode import decode_view
-from ._error import _TRAMPOLINE_CODE, set_raised_from_python, take_raised_exception
+from ._error import (
+    _TRAMPOLINE_CODE,
+    _recursion_error,
+    conversion_failed,
+    set_raised_from_python,
+    take_raised_exception,
+)
 from ._frame import SCRATCH, scratch
 
 _string_at = getattr(ctypes, "_string_at", ctypes.string_at)
@@ -51,13 +57,11 @@ def _trampoline(token, args_ptr, nargs, result_ptr):
         limit = _get_recursion_limit()
         _set_recursion_limit(limit + 50)
         try:
-            if type(exc) is ctypes.ArgumentError and "RecursionError" in str(exc):
-                # ctypes reports a RecursionError met while converting an argument of one of
-                # its calls as an ArgumentError: it is the caller's recursion, say so.
-                exc = RecursionError(f"maximum recursion depth exceeded ({exc})")
-            set_raised_from_python(exc)
-        except BaseException:  # pragma: no cover - conversion of the exception itself failed
-            _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
+            # ctypes reports a RecursionError met while converting an argument of one of its
+            # calls as an ArgumentError: it is the caller's recursion, say so.
+            set_raised_from_python(_recursion_error(exc) or exc)
+        except BaseException as e:  # the conversion itself failed
+            conversion_failed(e)
         finally:
             _set_recursion_limit(limit)
         return -1

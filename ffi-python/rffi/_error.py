@@ -18,11 +18,11 @@ import builtins
 import ctypes
 import struct
 import threading
-import types
 
 from . import _layout as L
 from . import _lib
 from ._object import CLASS_OF_INDEX, Object, wrap_new
+from ._traceback import native_tb
 
 _string_at = getattr(ctypes, "_string_at", ctypes.string_at)  # without the Python wrapper
 _byref = ctypes.byref
@@ -40,6 +40,7 @@ _KIND_TO_CLASS = {
         "NotImplementedError",
         "MemoryError",
         "AssertionError",
+        "RecursionError",
     )
 }
 _CLASS_TO_KIND = {cls: kind for kind, cls in _KIND_TO_CLASS.items()}
@@ -139,89 +140,6 @@ def _new_exception(kind: str, message: str, err) -> BaseException:
     return exc
 
 
-# ---- Fake frames for native tracebacks ----
-
-
-class _FrameProbe(Exception):
-    pass
-
-
-_FRAME_CACHE: dict = {}
-_FRAME_CACHE_MAX = 2048
-
-
-def _fake_frame(filename: str, lineno: int, name: str):
-    """A frame object whose code claims ``filename``, ``lineno`` and function ``name``, made once
-    per site by running a tiny compiled ``raise`` placed at that line. Frames are cached: a
-    finished frame holds nothing but its globals (a constant dict), so tracebacks share them."""
-    key = (filename, lineno, name)
-    hit = _FRAME_CACHE.get(key)
-    if hit is not None:
-        return hit
-    code = compile("\n" * (max(lineno, 1) - 1) + "raise _FrameProbe()", filename, "exec")
-    try:
-        code = code.replace(co_name=name)
-    except (AttributeError, ValueError, TypeError):  # pragma: no cover - Python < 3.8
-        pass
-    try:
-        exec(code, {"_FrameProbe": _FrameProbe})
-    except _FrameProbe as probe:
-        tb = probe.__traceback__.tb_next
-        # No instruction offset (-1): the frame's source line is shown without the column
-        # markers of the probe's own `raise`, which would point into the native source line.
-        hit = (tb.tb_frame, -1)
-        del probe, tb
-    if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
-        _FRAME_CACHE.clear()
-    _FRAME_CACHE[key] = hit
-    return hit
-
-
-def _parse_frames(text: str) -> list:
-    """``  File "<file>", line <n>, in <fn>`` lines -> [(file, line, fn)], in text order."""
-    frames = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith('File "'):
-            continue
-        end = line.find('", line ')
-        if end < 0:
-            continue
-        filename = line[6:end]
-        rest = line[end + 8 :]
-        num, sep, fn = rest.partition(", in ")
-        try:
-            lineno = int(num)
-        except ValueError:
-            continue
-        frames.append((filename, lineno, fn if sep else "<native>"))
-    return frames
-
-
-_SITES_CACHE: dict = {}
-
-
-def _native_tb(text: str, tb_next):
-    """Traceback entries for the frames in ``text`` (most recent first) chained before
-    ``tb_next``, in Python order (outermost first)."""
-    sites = _SITES_CACHE.get(text)
-    if sites is None:
-        # Errors raised again and again from one place have the same text: parse it once.
-        sites = tuple(
-            (*_fake_frame(filename, lineno, fn), lineno)
-            for filename, lineno, fn in _parse_frames(text)
-        )
-        if len(_SITES_CACHE) >= _FRAME_CACHE_MAX:
-            _SITES_CACHE.clear()
-        _SITES_CACHE[text] = sites
-    for frame, lasti, lineno in sites:
-        tb_next = _Traceback(tb_next, frame, lasti, lineno)
-    return tb_next
-
-
-_Traceback = types.TracebackType
-
-
 # ---- Native -> Python ----
 
 # Error handle -> (Error wrapper, exception, backtrace length when recorded). The wrapper holds a
@@ -258,11 +176,33 @@ def _backtrace_bytes(handle: int) -> bytes:
         _OUT_POOL.append(slot)
 
 
+def _recursion_error(exc: BaseException):
+    """The RecursionError that ctypes reports as an ArgumentError when the interpreter's limit
+    (on 3.12+ also its C-stack limit, which no headroom raises) stops one of its argument
+    conversions; None for any other exception."""
+    if isinstance(exc, RecursionError):
+        return exc
+    if isinstance(exc, ctypes.ArgumentError) and "RecursionError" in str(exc):
+        return RecursionError(f"maximum recursion depth exceeded ({exc})")
+    return None
+
+
 def take_raised_exception() -> BaseException:
     """Takes this thread's raised Error and returns the exception to raise for it (with its
     traceback set to the native frames, followed by a callback's Python frames if it came from
     one). Call as ``raise take_raised_exception()`` so no local variable holds it (a local would
-    make a reference cycle through the traceback's frame)."""
+    make a reference cycle through the traceback's frame). At the recursion limit, where the
+    reading itself fails, the answer is the RecursionError."""
+    try:
+        return _take_raised()
+    except (RecursionError, ctypes.ArgumentError) as e:
+        r = _recursion_error(e)
+        if r is None:
+            raise
+        return r
+
+
+def _take_raised() -> BaseException:
     slot = _out_slot()
     _lib.ErrorMoveFromRaisedAt(slot[2])
     handle = slot[1][0]
@@ -279,7 +219,7 @@ def take_raised_exception() -> BaseException:
         # The first entry is the callback trampoline that caught it; the user's frames follow.
         if tb is not None and tb.tb_frame.f_code is _TRAMPOLINE_CODE[0]:
             tb = tb.tb_next
-        tb = _native_tb(native, tb)
+        tb = native_tb(native, tb)
         exc.__rffi_error__ = err
         err._tb_mark = tb
         return exc.with_traceback(tb)
@@ -290,7 +230,7 @@ def take_raised_exception() -> BaseException:
     kind = _string_at(kind_data, kind_size).decode("utf-8", "replace") if kind_size else ""
     message = _string_at(msg_data, msg_size).decode("utf-8", "replace") if msg_size else ""
     exc = _new_exception(kind or "RuntimeError", message, err)
-    tb = _native_tb(_backtrace_bytes(handle).decode("utf-8", "replace"), None)
+    tb = native_tb(_backtrace_bytes(handle).decode("utf-8", "replace"), None)
     err._tb_mark = tb
     return exc.with_traceback(tb)
 
@@ -375,8 +315,17 @@ def _sweep() -> None:
 def callback_failed(exc: BaseException) -> None:
     """Raises a callback's exception in the runtime as an Error (the native callback path)."""
     try:
-        set_raised_from_python(exc)
-    except BaseException:  # pragma: no cover - conversion of the exception itself failed
+        set_raised_from_python(_recursion_error(exc) or exc)
+    except BaseException as e:  # the conversion itself failed
+        conversion_failed(e)
+
+
+def conversion_failed(e: BaseException) -> None:
+    """Raises an Error for a callback whose exception could not be converted: a RecursionError
+    when the recursion limit stopped the conversion (it is the caller's recursion)."""
+    if _recursion_error(e) is not None:
+        _lib.ErrorSetRaisedFromCStr(b"RecursionError", b"maximum recursion depth exceeded")
+    else:  # pragma: no cover - an exception whose conversion fails otherwise
         _lib.ErrorSetRaisedFromCStr(b"RuntimeError", b"rffi: a Python callback failed")
 
 

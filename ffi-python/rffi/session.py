@@ -18,6 +18,7 @@ import os
 import sys
 import weakref
 
+from ._ccl import _Collectives
 from ._dtype import device as _device
 from ._dtype import dtype as _dtype
 from ._function_registry import get_global_func, register_global_func
@@ -154,7 +155,7 @@ def _ensure_import_func() -> None:
         _FUNCS[_IMPORT_FUNC] = True
 
 
-class _Session:
+class _Session(_Collectives):
     """What both session kinds share; see ``ThreadSession`` and ``ProcessSession``."""
 
     _obj = None
@@ -278,15 +279,24 @@ def _worker_program() -> list:
 class ProcessSession(_Session):
     """Worker 0 is a thread of this process (as in Disco); workers 1.. are child processes of
     the native ``rffi-worker`` program, or of ``python -m rffi.worker`` with ``python=True`` (so
-    that ``import_python_module`` and Python-registered functions work there)."""
+    that ``import_python_module`` and Python-registered functions work there). With
+    ``device="cuda"`` worker i works on GPU ``device_ids[i]`` (default: GPU i)."""
 
-    def __init__(self, num_workers: int, *, python: bool = False):
+    def __init__(
+        self, num_workers: int, *, python: bool = False, device: str = "cpu", device_ids=None
+    ):
         if python:
             program = [sys.executable, "-m", "rffi.worker"]
         else:
             program = _worker_program()
         self._python_workers = bool(python) or num_workers == 1
         self._start(_f("ProcessSession")(num_workers, program))
+        if str(device) != "cpu" or device_ids is not None:
+            try:
+                self._place_workers(device, device_ids)
+            except BaseException:
+                self.shutdown()
+                raise
 
     @property
     def worker_pids(self) -> list:

@@ -18,6 +18,7 @@ KINDS = [
     "NotImplementedError",
     "MemoryError",
     "AssertionError",
+    "RecursionError",
 ]
 
 

@@ -320,6 +320,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
     // Every worker offers the `rffi.shard.*` functions.
     crate::shard::link();
     CURRENT.with(|c| c.set(Some((rank, world))));
+    crate::ccl::link();
     let mut worker = Worker::new(rank, world);
     let mut w = Writer::default();
     let result = loop {
@@ -358,6 +359,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
         }
     };
     drop(worker);
+    crate::ccl::set_comm(None);
     CURRENT.with(|c| c.set(None));
     result
 }
