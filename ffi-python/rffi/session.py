@@ -94,6 +94,13 @@ class DRef:
         """The register this value occupies on every worker."""
         return _f("DRefRegister")(self._obj)
 
+    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
+        """Loads safetensors weights on every worker, each reading and sharding its own slice by
+        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+        from .shard import load_params
+
+        return load_params(self, weights_path, shard_info, progress=progress)
+
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} register {self.register}>"
 
@@ -237,6 +244,13 @@ class _Session(_Collectives):
         _ensure_import_func()
         self.get_global_func(_IMPORT_FUNC)(name)
         self.sync()
+
+    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
+        """Loads safetensors weights on every worker, each reading and sharding its own slice by
+        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+        from .shard import load_params
+
+        return load_params(self, weights_path, shard_info, progress=progress)
 
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} num_workers={getattr(self, 'num_workers', '?')}>"

@@ -301,6 +301,7 @@ pub fn worker_link(fd: i64, protocol: i64) -> Result<SocketLink> {
 /// only the parts of a library that something uses).
 #[inline(never)]
 pub fn link() -> i32 {
+    crate::shard::link();
     crate::ccl::link();
     kRFFINone
 }
