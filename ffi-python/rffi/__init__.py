@@ -46,6 +46,7 @@ __version__ = "0.1.0"
 # Imported on first use: they pull in `typing` and `inspect`, which `import rffi` does not need.
 _LAZY = {
     "dataclasses": ("rffi.dataclasses", None),
+    "shard": ("rffi.shard", None),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
 }
@@ -104,5 +105,6 @@ __all__ = [
     "register_global_func",
     "register_object",
     "remove_global_func",
+    "shard",
     "type_info",
 ]

@@ -4,6 +4,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, TypeVar, overload
 
+from . import shard as shard
 from .session import DFunction as DFunction
 from .session import DModule as DModule
 from .session import DRef as DRef

@@ -50,6 +50,9 @@ def py_object_at(addr: int):
     return ctypes.py_object.from_address(addr).value
 
 
+_DYN_BEGIN = 128  # kRFFIDynObjectBegin
+
+
 def obj_owned(ti: int, h: int):
     """The Python value for an object handle whose reference we own (it is taken over)."""
     if ti == _lib.kStr:
@@ -63,6 +66,10 @@ def obj_owned(ti: int, h: int):
     cls = CLASS_OF_INDEX.get(ti)
     if cls is not None:
         return wrap_new(cls, h, ti)
+    if ti >= _DYN_BEGIN:  # a registered type without a class: one built from its type info
+        from ._object_model import fallback_class
+
+        return wrap_new(fallback_class(ti), h, ti)
     return wrap_new(Object, h, ti)
 
 

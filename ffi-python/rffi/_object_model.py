@@ -131,3 +131,22 @@ def install_members(cls, info: dict, *, fields: bool = True) -> None:
 def isinstance_of(obj, key_or_index) -> bool:
     """Whether ``obj``'s runtime type is ``key_or_index`` or derives from it (one lookup)."""
     return isinstance(obj, Object) and bool(_ffi("ffi.ObjectIsInstance")(obj, key_or_index))
+
+
+def fallback_class(index: int):
+    """A class for a registered type that has none in Python (built once from its type info,
+    deriving from its parent's class): objects of any type show their fields and methods."""
+    cls = CLASS_OF_INDEX.get(index)
+    if cls is not None:
+        return cls
+    info = type_info(index)
+    parent = Object
+    if len(info["ancestors"]) > 1:
+        parent_index = _ffi("ffi.TypeKeyToIndex")(info["ancestors"][-1])
+        if parent_index >= 128:
+            parent = fallback_class(parent_index)
+    name = info["type_key"].rsplit(".", 1)[-1]
+    cls = type(name, (parent,), {"__module__": "rffi.fallback"})
+    cls.__qualname__ = name
+    install_members(cls, info)
+    return cls

@@ -18,6 +18,7 @@ import os
 import sys
 import weakref
 
+from ._ccl import _Collectives
 from ._dtype import device as _device
 from ._dtype import dtype as _dtype
 from ._function_registry import get_global_func, register_global_func
@@ -93,6 +94,13 @@ class DRef:
         """The register this value occupies on every worker."""
         return _f("DRefRegister")(self._obj)
 
+    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
+        """Loads safetensors weights on every worker, each reading and sharding its own slice by
+        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+        from .shard import load_params
+
+        return load_params(self, weights_path, shard_info, progress=progress)
+
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} register {self.register}>"
 
@@ -147,7 +155,7 @@ def _ensure_import_func() -> None:
         _FUNCS[_IMPORT_FUNC] = True
 
 
-class _Session:
+class _Session(_Collectives):
     """What both session kinds share; see ``ThreadSession`` and ``ProcessSession``."""
 
     _obj = None
@@ -237,6 +245,13 @@ class _Session:
         self.get_global_func(_IMPORT_FUNC)(name)
         self.sync()
 
+    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
+        """Loads safetensors weights on every worker, each reading and sharding its own slice by
+        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+        from .shard import load_params
+
+        return load_params(self, weights_path, shard_info, progress=progress)
+
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} num_workers={getattr(self, 'num_workers', '?')}>"
 
@@ -264,15 +279,24 @@ def _worker_program() -> list:
 class ProcessSession(_Session):
     """Worker 0 is a thread of this process (as in Disco); workers 1.. are child processes of
     the native ``rffi-worker`` program, or of ``python -m rffi.worker`` with ``python=True`` (so
-    that ``import_python_module`` and Python-registered functions work there)."""
+    that ``import_python_module`` and Python-registered functions work there). With
+    ``device="cuda"`` worker i works on GPU ``device_ids[i]`` (default: GPU i)."""
 
-    def __init__(self, num_workers: int, *, python: bool = False):
+    def __init__(
+        self, num_workers: int, *, python: bool = False, device: str = "cpu", device_ids=None
+    ):
         if python:
             program = [sys.executable, "-m", "rffi.worker"]
         else:
             program = _worker_program()
         self._python_workers = bool(python) or num_workers == 1
         self._start(_f("ProcessSession")(num_workers, program))
+        if str(device) != "cpu" or device_ids is not None:
+            try:
+                self._place_workers(device, device_ids)
+            except BaseException:
+                self.shutdown()
+                raise
 
     @property
     def worker_pids(self) -> list:

@@ -2,7 +2,7 @@
 # Runs the Python suite against a fresh `pip install ./ffi-python` in target/py-venv, on both call
 # paths (native fast path and ctypes), plus ruff.
 # Usage: ffi-python/scripts/test.sh [pytest arguments]
-source "$(dirname "$0")/_env.sh" pytest numpy ruff
+source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors
 echo "== ruff check =="
 "$VENV/bin/ruff" check --config ffi-python/pyproject.toml ffi-python examples/python
 # Run from the repository root: ffi-python/ is not on sys.path, so `import rffi` is the install.

@@ -263,3 +263,14 @@ def test_tvm_ffi_names_through_an_alias():
     assert "testing.TestPoint" in tvm_ffi.get_registered_type_keys()
     fields = [f.name for f in tvm_ffi.dataclasses.fields(Particle)]
     assert fields == ["mass", "name", "tags", "charge"]
+
+
+def test_a_type_without_a_python_class_gets_one_from_its_type_info():
+    reg = rffi.get_global_func("ffi.TypeRegisterValueType")
+    base = reg("test_native.Base", None, '[{"name": "a", "flags": 0}]')
+    reg("test_native.Leaf", base, '[{"name": "b", "flags": 0}]')
+    obj = rffi.get_global_func("ffi.ObjectCreate")("test_native.Leaf")
+    assert type(obj).__name__ == "Leaf" and type(obj).__mro__[1].__name__ == "Base"
+    obj.a, obj.b = 1, "two"
+    assert (obj.a, obj.b) == (1, "two")
+    assert type(rffi.get_global_func("testing.echo")(obj)) is type(obj)

@@ -8,7 +8,7 @@
  *   rffi::Function::SetGlobal("demo.twice", twice);          // callable from C, Rust, Python
  *
  * Values: Any (owned), AnyView (borrowed), String; objects: ObjectRef, Function, Array, Map,
- * Tensor, Module; errors: rffi::Error (a C++ exception carrying kind, message and traceback).
+ * List, Dict, Tensor, Module; errors: rffi::Error (a C++ exception carrying kind, message and traceback).
  * Programs link librffi.so (`pkg-config --cflags --libs rffi`, or CMake `rffi::rffi`); plugins
  * define RFFI_PLUGIN and link nothing (see cpp/base.hpp and cpp/plugin.hpp). C++17 or later.
  */
@@ -20,6 +20,7 @@
 #include "cpp/error.hpp"
 #include "cpp/any.hpp"
 #include "cpp/containers.hpp"
+#include "cpp/list_dict.hpp"
 #include "cpp/function.hpp"
 #include "cpp/plugin.hpp"
 

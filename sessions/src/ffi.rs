@@ -35,7 +35,11 @@ fn session_object(s: Session) -> ObjectRef {
 }
 
 /// Runs `f` on the session an argument holds.
-fn with_session<T>(v: &AnyView<'_>, what: &str, f: impl FnOnce(&Session) -> T) -> Result<T> {
+pub(crate) fn with_session<T>(
+    v: &AnyView<'_>,
+    what: &str,
+    f: impl FnOnce(&Session) -> T,
+) -> Result<T> {
     let obj = v
         .as_object()
         .filter(|o| o.type_index() == session_type_index())
@@ -297,5 +301,7 @@ pub fn worker_link(fd: i64, protocol: i64) -> Result<SocketLink> {
 /// only the parts of a library that something uses).
 #[inline(never)]
 pub fn link() -> i32 {
+    crate::shard::link();
+    crate::ccl::link();
     kRFFINone
 }

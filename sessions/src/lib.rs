@@ -13,11 +13,13 @@
 //! Layers: `codec` (values and errors as bytes), `protocol` (commands and replies), `transport`
 //! (mailboxes and sockets), `shm_tensor` (host tensors through shared memory), `worker` (the command loop and register file), `process` (spawning
 //! and reaping worker processes), `controller` (broadcast, sync, failures), `dref` (handles),
-//! `session` (the Rust API) and `ffi` (the `session.*` registry functions).
+//! `session` (the Rust API), `ffi` (the `session.*` registry functions), `ccl` (collectives) and
+//! `shard` (loading parameters sharded at load time).
 #![deny(unsafe_op_in_unsafe_fn)]
 // Type-index constants keep their C names (`kRFFIInt`), and are matched on.
 #![allow(non_upper_case_globals)]
 
+pub mod ccl;
 pub mod codec;
 pub mod controller;
 pub mod dref;
@@ -26,6 +28,7 @@ mod peer;
 pub mod process;
 pub mod protocol;
 pub mod session;
+pub mod shard;
 pub mod shm_tensor;
 pub mod transport;
 pub mod worker;

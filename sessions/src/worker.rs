@@ -317,7 +317,10 @@ fn to_value(v: &Any) -> Result<Value> {
 /// Serves commands from `link` until Shutdown or until the controller goes away (which is how a
 /// worker process ends when its controller dies). Returns why it stopped, when that was an error.
 pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<(), String> {
+    // Every worker offers the `rffi.shard.*` functions.
+    crate::shard::link();
     CURRENT.with(|c| c.set(Some((rank, world))));
+    crate::ccl::link();
     let mut worker = Worker::new(rank, world);
     let mut w = Writer::default();
     let result = loop {
@@ -356,6 +359,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
         }
     };
     drop(worker);
+    crate::ccl::set_comm(None);
     CURRENT.with(|c| c.set(None));
     result
 }

@@ -173,6 +173,8 @@ static void containers() {
   int n = 0;
   for (Any item : a) n += item.type_index() != kRFFINone;
   CHECK(n == 3 && Array().empty());
+  std::vector<Any> copied(a.begin(), a.end());  // a standard input iterator
+  CHECK(copied.size() == 3 && copied[1].cast<std::string>() == "two");
   std::vector<int64_t> v{4, 5, 6};
   Any as_array = v;
   CHECK(as_array.type_index() == kRFFIArray);
@@ -188,6 +190,35 @@ static void containers() {
   auto items = m.items();
   CHECK(items.size() == 3 && items[0].first.cast<std::string>() == "a" &&
         items[2].second.cast<std::string>() == "three");
+}
+
+static void mutable_containers() {
+  rffi::List l{1, "two"};
+  CHECK(l.size() == 2 && l.get<int>(0) == 1 && l[-1].cast<std::string>() == "two");
+  rffi::List alias = l;  // shared by reference
+  alias.push_back(3.5);
+  CHECK(l.size() == 3 && l.get<double>(2) == 3.5);
+  l.insert(0, 0);
+  l.Set(1, 10);
+  CHECK(l.get<int>(0) == 0 && l.get<int>(1) == 10 && l.size() == 4);
+  CHECK(l.pop().cast<double>() == 3.5 && l.size() == 3 && l.items().size() == 3);
+  EXPECT_ERROR("IndexError", "", l[10]);
+  CHECK(Function::GetGlobalRequired("testing.echo")(l).cast<rffi::List>().same_as(l));
+  l.clear();
+  CHECK(l.empty() && rffi::List().empty());
+
+  rffi::Dict d{{"a", 1}};
+  d.Set("b", 2);
+  rffi::Dict alias_d = d;
+  alias_d.Set("a", 5);
+  CHECK(d.size() == 2 && d.get<int>("a") == 5 && d.count("b") == 1 && d.count("z") == 0);
+  EXPECT_ERROR("KeyError", "", d.at("z"));
+  CHECK(d.pop("b").cast<int>() == 2 && d.size() == 1);
+  auto items = d.items();
+  CHECK(items.size() == 1 && items[0].first.cast<std::string>() == "a");
+  CHECK(!Any(d).as<Map>() && Any(d).as<rffi::Dict>());  // a Dict is not a Map
+  d.clear();
+  CHECK(d.empty() && rffi::Dict().empty());
 }
 
 static void tensors() {
@@ -249,6 +280,7 @@ int main(int argc, char** argv) {
   cpp_functions();
   errors_both_ways();
   containers();
+  mutable_containers();
   tensors();
   if (argc >= 3) {
     plugin(argv[1], argv[2]);

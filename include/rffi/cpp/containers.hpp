@@ -6,7 +6,9 @@
 #ifndef RFFI_CPP_CONTAINERS_HPP_
 #define RFFI_CPP_CONTAINERS_HPP_
 
+#include <cstddef>
 #include <initializer_list>
+#include <iterator>
 #include <vector>
 
 #include "any.hpp"
@@ -125,8 +127,14 @@ class Array : public ObjectRef {
     return std::move(*v);
   }
 
+  /*! \brief An input iterator yielding items by value (works with std algorithms). */
   class iterator {
    public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Any;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Any;
     iterator(const Array* array, size_t i) : array_(array), i_(i) {}
     Any operator*() const { return (*array_)[i_]; }
     iterator& operator++() {

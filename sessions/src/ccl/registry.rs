@@ -1,0 +1,247 @@
+//! The `ccl.*` registry functions every worker offers, and `ccl.InitSession` for a controller.
+//!
+//! Collectives: `ccl.allreduce(src, dst, op)`, `ccl.allgather(src, dst)`,
+//! `ccl.reduce_scatter(src, dst, op)`, `ccl.broadcast_from_worker_0(src, dst)`,
+//! `ccl.scatter_from_worker_0(src, dst)`, `ccl.gather_to_worker_0(src, dst)` (`src` or `dst` may
+//! be None on the workers that do not read or write it). Point to point: `ccl.send(src, peer)` and
+//! `ccl.recv(dst, peer)`, where `peer` is a rank, or a list giving each worker's peer (a negative
+//! entry: that worker does nothing), so one broadcast call can pair the workers up.
+
+use super::{check_p2p, plan, set_comm, with_comm, Comm, Kind, Op};
+use crate::ccl::{nccl::NcclComm, shm::ShmComm};
+use rffi_core::{register_global_packed, Any, AnyView, Array, Error, Result, Tensor};
+
+fn rank_world(what: &str) -> Result<(usize, usize)> {
+    crate::worker::current().ok_or_else(|| {
+        Error::runtime_error(format!(
+            "`{what}` runs on session workers (this thread is not one)"
+        ))
+    })
+}
+
+fn nargs(a: &[AnyView<'_>], n: usize, what: &str) -> Result<()> {
+    if a.len() != n {
+        return Err(Error::type_error(format!(
+            "`{what}` expects {n} arguments but {} were given",
+            a.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A tensor argument, or None.
+fn tensor_arg(a: &[AnyView<'_>], i: usize, name: &str, what: &str) -> Result<Option<Tensor>> {
+    let v = &a[i];
+    if v.is_none() {
+        return Ok(None);
+    }
+    v.try_as::<Tensor>().map(Some).map_err(|_| {
+        Error::type_error(format!(
+            "{what} argument #{i} ({name}): expected a tensor or None but got {}",
+            v.type_name()
+        ))
+    })
+}
+
+fn collective(what: &str, a: &[AnyView<'_>], with_op: bool) -> Result<Any> {
+    let (rank, world) = rank_world(what)?;
+    with_comm(what, |c| {
+        let args = (|| -> Result<(Kind, Option<Tensor>, Option<Tensor>)> {
+            nargs(a, if with_op { 3 } else { 2 }, what)?;
+            let op = if with_op {
+                let s: String = a[2].try_as().map_err(|_| {
+                    Error::type_error(format!(
+                        "{what} argument #2 (op): expected a str but got {}",
+                        a[2].type_name()
+                    ))
+                })?;
+                Op::parse(&s, &format!("{what} argument #2 (op)"))?
+            } else {
+                Op::Sum
+            };
+            let kind = match what {
+                "ccl.allreduce" => Kind::AllReduce(op),
+                "ccl.allgather" => Kind::AllGather,
+                "ccl.reduce_scatter" => Kind::ReduceScatter(op),
+                "ccl.broadcast_from_worker_0" => Kind::Broadcast,
+                "ccl.scatter_from_worker_0" => Kind::Scatter,
+                _ => Kind::Gather,
+            };
+            Ok((
+                kind,
+                tensor_arg(a, 0, "src", what)?,
+                tensor_arg(a, 1, "dst", what)?,
+            ))
+        })();
+        let plan = match &args {
+            Ok((kind, s, d)) => plan(*kind, s.as_ref(), d.as_ref(), rank, world, c.device()),
+            Err(e) => Err(e.clone()),
+        };
+        c.run(what, plan)
+    })?;
+    Ok(Any::none())
+}
+
+register_global_packed!("ccl.allreduce", |a: &[AnyView<'_>]| collective(
+    "ccl.allreduce",
+    a,
+    true
+));
+register_global_packed!("ccl.allgather", |a: &[AnyView<'_>]| collective(
+    "ccl.allgather",
+    a,
+    false
+));
+register_global_packed!("ccl.reduce_scatter", |a: &[AnyView<'_>]| collective(
+    "ccl.reduce_scatter",
+    a,
+    true
+));
+register_global_packed!("ccl.broadcast_from_worker_0", |a: &[AnyView<'_>]| {
+    collective("ccl.broadcast_from_worker_0", a, false)
+});
+register_global_packed!("ccl.scatter_from_worker_0", |a: &[AnyView<'_>]| {
+    collective("ccl.scatter_from_worker_0", a, false)
+});
+register_global_packed!("ccl.gather_to_worker_0", |a: &[AnyView<'_>]| {
+    collective("ccl.gather_to_worker_0", a, false)
+});
+
+/// This worker's peer: an int, or the entry for this rank of a list (`None`: nothing to do).
+fn peer_arg(v: &AnyView<'_>, rank: usize, world: usize, what: &str) -> Result<Option<usize>> {
+    let p: i64 = if let Ok(p) = v.try_as::<i64>() {
+        p
+    } else if let Ok(list) = v.try_as::<Array>() {
+        if list.len() != world {
+            return Err(Error::value_error(format!(
+                "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
+                 got {}",
+                list.len()
+            )));
+        }
+        list.get(rank)
+            .ok_or_else(|| Error::index_error("peer list"))?
+            .try_as::<i64>()?
+    } else {
+        return Err(Error::type_error(format!(
+            "{what} argument #1 (peer): expected an int or a list of ints but got {}",
+            v.type_name()
+        )));
+    };
+    if p < 0 {
+        return Ok(None);
+    }
+    let p = p as usize;
+    if p >= world || p == rank {
+        return Err(Error::value_error(format!(
+            "{what} argument #1 (peer): worker {rank} cannot exchange with worker {p} \
+             (the session has {world} workers)"
+        )));
+    }
+    Ok(Some(p))
+}
+
+fn p2p(what: &str, a: &[AnyView<'_>], send: bool) -> Result<Any> {
+    let (rank, world) = rank_world(what)?;
+    nargs(a, 2, what)?;
+    let Some(peer) = peer_arg(&a[1], rank, world, what)? else {
+        return Ok(Any::none());
+    };
+    with_comm(what, |c: &mut Comm| {
+        let t = tensor_arg(a, 0, if send { "src" } else { "dst" }, what).and_then(|t| {
+            let t = t.ok_or_else(|| {
+                Error::type_error(format!("{what} argument #0: expected a tensor, got None"))
+            })?;
+            check_p2p(&t, what, c.device(), !send)?;
+            Ok(t)
+        });
+        if send {
+            c.send(t.as_ref().map_err(Error::clone), peer)
+        } else {
+            c.recv(t.as_ref().map_err(Error::clone), peer)
+        }
+    })?;
+    Ok(Any::none())
+}
+
+register_global_packed!("ccl.send", |a: &[AnyView<'_>]| p2p("ccl.send", a, true));
+register_global_packed!("ccl.recv", |a: &[AnyView<'_>]| p2p("ccl.recv", a, false));
+
+// `ccl.init_shm(file)`: joins the shared-memory communicator the controller made.
+register_global_packed!("ccl.init_shm", |a: &[AnyView<'_>]| {
+    let (rank, world) = rank_world("ccl.init_shm")?;
+    nargs(a, 1, "ccl.init_shm")?;
+    let name: String = a[0].try_as()?;
+    set_comm(None);
+    set_comm(Some(Comm::Shm(ShmComm::join(&name, rank, world)?)));
+    Ok(Any::none())
+});
+
+// `ccl.init_nccl(unique_id, device_ids)`: joins the NCCL communicator of `unique_id` on GPU
+// `device_ids[rank]` (empty: the GPU the session put this worker on, else GPU `rank`).
+register_global_packed!("ccl.init_nccl", |a: &[AnyView<'_>]| {
+    let what = "ccl.init_nccl";
+    let (rank, world) = rank_world(what)?;
+    nargs(a, 2, what)?;
+    let id: Vec<u8> = a[0].try_as()?;
+    let ids: Array = a[1].try_as()?;
+    let device = if ids.is_empty() {
+        super::worker_device().map_or(rank as i32, |d| d.index())
+    } else {
+        if ids.len() != world {
+            return Err(Error::value_error(format!(
+                "{what} argument #1 (device_ids): {} ids for {world} workers",
+                ids.len()
+            )));
+        }
+        ids.get(rank).expect("checked").try_as::<i64>()? as i32
+    };
+    set_comm(None);
+    set_comm(Some(Comm::Nccl(NcclComm::join(&id, rank, world, device)?)));
+    Ok(Any::none())
+});
+
+// `ccl.place_worker(device_type, device_ids)`: the device this worker works on (worker i on
+// `device_ids[i]`); for CUDA, binds the GPU's primary context to the worker's thread.
+register_global_packed!("ccl.place_worker", |a: &[AnyView<'_>]| {
+    let what = "ccl.place_worker";
+    let (rank, world) = rank_world(what)?;
+    nargs(a, 2, what)?;
+    let ty: String = a[0].try_as()?;
+    let ids: Array = a[1].try_as()?;
+    if ids.len() != world {
+        return Err(Error::value_error(format!(
+            "{what}: {} device ids for {world} workers",
+            ids.len()
+        )));
+    }
+    let index = ids.get(rank).expect("checked").try_as::<i64>()? as i32;
+    let device = rffi_core::Device::parse(&format!("{ty}:{index}"))
+        .map_err(|e| Error::value_error(format!("{what}: {e}")))?;
+    super::place_worker(device)?;
+    Ok(Any::none())
+});
+
+register_global_packed!("ccl.unique_id", |a: &[AnyView<'_>]| {
+    nargs(a, 0, "ccl.unique_id")?;
+    Ok(Any::from(super::nccl::unique_id()?.as_slice()))
+});
+
+// `ccl.InitSession(session, backend, device_ids)`: `Session::init_ccl` for bindings.
+register_global_packed!("ccl.InitSession", |a: &[AnyView<'_>]| {
+    nargs(a, 3, "ccl.InitSession")?;
+    let backend: String = a[1].try_as()?;
+    let ids: Array = a[2].try_as()?;
+    let ids = ids
+        .iter()
+        .map(|v| v.try_as::<i64>().map(|i| i as i32))
+        .collect::<Result<Vec<_>>>()?;
+    crate::ffi::with_session(&a[0], "ccl.InitSession", |s| s.init_ccl(&backend, &ids))??;
+    Ok(Any::none())
+});
+
+/// Referenced from code every worker and `librffi` run, so these registrations are linked in.
+#[inline(never)]
+pub fn link() -> usize {
+    std::hint::black_box(0)
+}

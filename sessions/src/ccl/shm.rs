@@ -1,0 +1,529 @@
+//! The shared-memory backend: the workers of one host map one `/dev/shm` file holding a barrier,
+//! a descriptor per rank and call, and per rank two data slots plus a point-to-point slot.
+//!
+//! A collective first posts each rank's descriptor (kind, dtype, count, or the rank's own error)
+//! and meets at a barrier; every rank then checks them all, so a mismatch between ranks or a rank
+//! whose arguments were bad is an error on every rank before any data moves, and the communicator
+//! stays usable. Data then moves in slot-sized chunks, each behind one barrier; alternating slot
+//! halves (and descriptor copies) make one barrier per chunk enough.
+//!
+//! Waits never hang: each rank holds an open-file-description lock on its own byte of the file,
+//! which the kernel drops when the process dies, so a waiting rank sees a dead peer within ~10 ms;
+//! anything else is bounded by `RFFI_CCL_TIMEOUT_S`. After either, the communicator is marked
+//! broken on every rank (a barrier's count is lost) until `init_ccl` is called again.
+
+use super::reduce::reduce_into;
+use super::{elem_size, timeout, Kind, Plan};
+use crate::shm_tensor::Segment;
+use rffi_core::{Error, Result};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::time::{Duration, Instant};
+
+const MAGIC: u64 = 0x7266_6669_6363_6c31; // "rfficcl1"
+const OFF_WORLD: usize = 8;
+const OFF_SLOT: usize = 16;
+const OFF_ARRIVED: usize = 64;
+const OFF_GEN: usize = 128;
+const OFF_BROKEN: usize = 192;
+const RANK_BASE: usize = 4096;
+const RANK_AREA: usize = 1024;
+// Within a rank's area.
+const R_JOINED: usize = 0;
+const R_DESC: usize = 64; // two descriptors of DESC bytes
+const DESC: usize = 256;
+pub(super) const R_P2P: usize = 576;
+pub(super) const R_ACK: usize = 832;
+const MSG_MAX: usize = 150;
+/// Lock bytes live far past the end of the file (locks may cover bytes that do not exist).
+const LOCK_OFF: i64 = 1 << 40;
+/// The default size of a data slot.
+pub const DEFAULT_SLOT: usize = 4 << 20;
+pub const MAX_WORLD: usize = 1024;
+
+fn data_off(world: usize) -> usize {
+    (RANK_BASE + world * RANK_AREA).next_multiple_of(4096)
+}
+
+fn file_len(world: usize, slot: usize) -> usize {
+    data_off(world) + world * 3 * slot
+}
+
+fn os_err(what: &str, name: &str) -> Error {
+    Error::runtime_error(format!(
+        "ccl (shm): {what} {name} failed: {}",
+        std::io::Error::last_os_error()
+    ))
+}
+
+/// Creates the file for `world` ranks (the controller does, then unlinks it once every worker
+/// has mapped it).
+pub fn create(world: usize, slot: usize) -> Result<Segment> {
+    if world == 0 || world > MAX_WORLD {
+        return Err(Error::value_error(format!(
+            "ccl (shm): {world} workers; the shared-memory backend takes 1 to {MAX_WORLD}"
+        )));
+    }
+    if slot < 8 * world || slot % 8 != 0 {
+        return Err(Error::value_error(format!(
+            "ccl (shm): a slot of {slot} bytes is too small for {world} workers"
+        )));
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let seg = Segment {
+        name: format!("/dev/shm/rffi-ccl-{pid}-{}", NEXT.fetch_add(1, Relaxed)),
+    };
+    let c = CString::new(seg.name.as_str()).expect("no NUL");
+    // SAFETY: creating a new file at a valid path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(os_err("creating", &seg.name));
+    }
+    // SAFETY: we own the new descriptor.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut head = [0u8; 24];
+    head[..8].copy_from_slice(&MAGIC.to_le_bytes());
+    head[OFF_WORLD..OFF_WORLD + 8].copy_from_slice(&(world as u64).to_le_bytes());
+    head[OFF_SLOT..OFF_SLOT + 8].copy_from_slice(&(slot as u64).to_le_bytes());
+    // SAFETY: sizing (sparse: pages cost memory only once touched) and writing our own file.
+    let ok = unsafe {
+        libc::ftruncate(fd.as_raw_fd(), file_len(world, slot) as libc::off_t) == 0
+            && libc::pwrite(fd.as_raw_fd(), head.as_ptr().cast(), head.len(), 0) == 24
+    };
+    if !ok {
+        return Err(os_err("sizing", &seg.name));
+    }
+    Ok(seg)
+}
+
+/// One rank's end of the shared-memory communicator.
+pub struct ShmComm {
+    base: *mut u8,
+    len: usize,
+    fd: OwnedFd,
+    pub(super) rank: usize,
+    world: usize,
+    pub(super) slot: usize,
+    data: usize,
+    op_seq: u64,
+    phase: u64,
+    broken: Option<String>,
+}
+
+impl Drop for ShmComm {
+    fn drop(&mut self) {
+        self.flag(R_JOINED).store(0, Release);
+        // SAFETY: unmapping our own mapping; the lock goes with the descriptor.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn lock_cmd(fd: i32, cmd: i32, ty: i32, rank: usize) -> Option<libc::flock> {
+    // SAFETY: a zeroed flock is a valid argument once its fields are set below.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    fl.l_start = LOCK_OFF + rank as i64;
+    fl.l_len = 1;
+    // SAFETY: fcntl with a valid descriptor and flock.
+    (unsafe { libc::fcntl(fd, cmd, &mut fl) } == 0).then_some(fl)
+}
+
+impl ShmComm {
+    /// Maps the file `name` as rank `rank` of `world` and meets the other ranks.
+    pub fn join(name: &str, rank: usize, world: usize) -> Result<ShmComm> {
+        if !name.starts_with("/dev/shm/rffi-ccl-") || name.contains("..") {
+            return Err(Error::value_error(format!(
+                "ccl.init_shm: {name:?} is not a collective communicator's file"
+            )));
+        }
+        let c = CString::new(name).map_err(|_| Error::value_error("NUL in a file name"))?;
+        // SAFETY: opening a path.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(os_err("opening", name));
+        }
+        // SAFETY: we own the new descriptor.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut head = [0u8; 24];
+        // SAFETY: reading into a local buffer.
+        let n = unsafe { libc::pread(fd.as_raw_fd(), head.as_mut_ptr().cast(), 24, 0) };
+        let word = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().unwrap());
+        if n != 24 || word(0) != MAGIC {
+            return Err(Error::value_error(format!(
+                "ccl.init_shm: {name} is not a communicator file"
+            )));
+        }
+        let (w, slot) = (word(OFF_WORLD) as usize, word(OFF_SLOT) as usize);
+        if w != world || slot == 0 {
+            return Err(Error::value_error(format!(
+                "ccl.init_shm: {name} was made for {w} workers, this session has {world}"
+            )));
+        }
+        let len = file_len(world, slot);
+        // SAFETY: a shared mapping of the whole file, whose size the creator set to `len`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_err("mapping", name));
+        }
+        let mut comm = ShmComm {
+            base: p.cast(),
+            len,
+            fd,
+            rank,
+            world,
+            slot,
+            data: data_off(world),
+            op_seq: 0,
+            phase: 0,
+            broken: None,
+        };
+        if lock_cmd(comm.fd.as_raw_fd(), libc::F_OFD_SETLK, libc::F_WRLCK, rank).is_none() {
+            return Err(os_err("locking", name));
+        }
+        comm.flag(R_JOINED).store(1, Release);
+        comm.barrier("init_ccl")?;
+        Ok(comm)
+    }
+
+    fn at<T>(&self, off: usize) -> *mut T {
+        debug_assert!(off + std::mem::size_of::<T>() <= self.len);
+        // SAFETY: every offset used is inside the mapping (fixed header layout).
+        unsafe { self.base.add(off).cast() }
+    }
+
+    pub(super) fn atomic32(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: 4-aligned offsets in the live shared mapping; only accessed atomically.
+        unsafe { &*self.at::<AtomicU32>(off) }
+    }
+
+    pub(super) fn atomic64(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: 8-aligned offsets in the live shared mapping; only accessed atomically.
+        unsafe { &*self.at::<AtomicU64>(off) }
+    }
+
+    pub(super) fn area(&self, r: usize) -> usize {
+        RANK_BASE + r * RANK_AREA
+    }
+
+    fn flag(&self, off: usize) -> &AtomicU32 {
+        self.atomic32(self.area(self.rank) + off)
+    }
+
+    /// Writes a short message (and its length) at `off` of the mapping.
+    pub(super) fn put_msg(&self, off: usize, msg: &str) {
+        let b = &msg.as_bytes()[..msg.len().min(MSG_MAX)];
+        self.atomic32(off).store(b.len() as u32, Relaxed);
+        // SAFETY: `MSG_MAX` bytes after the length word are reserved for the message.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.at::<u8>(off + 4), b.len()) };
+    }
+
+    pub(super) fn get_msg(&self, off: usize) -> String {
+        let n = (self.atomic32(off).load(Relaxed) as usize).min(MSG_MAX);
+        // SAFETY: as in `put_msg`.
+        let b = unsafe { std::slice::from_raw_parts(self.at::<u8>(off + 4), n) };
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    fn alive(&self, r: usize) -> bool {
+        if self.atomic32(self.area(r) + R_JOINED).load(Acquire) == 0 {
+            // Not joined yet (init in progress): only the timeout covers it.
+            return true;
+        }
+        match lock_cmd(self.fd.as_raw_fd(), libc::F_OFD_GETLK, libc::F_WRLCK, r) {
+            Some(fl) => fl.l_type as i32 != libc::F_UNLCK,
+            None => true,
+        }
+    }
+
+    pub(super) fn usable(&self) -> Result<()> {
+        if let Some(why) = &self.broken {
+            return Err(Error::runtime_error(format!(
+                "ccl (shm): the communicator is broken ({why}); call init_ccl again"
+            )));
+        }
+        Ok(())
+    }
+
+    fn break_with(&mut self, why: String) -> Error {
+        self.atomic32(OFF_BROKEN)
+            .store(1 + self.rank as u32, Release);
+        self.broken = Some(why.clone());
+        Error::runtime_error(format!(
+            "ccl (shm): {why}; the communicator is broken: call init_ccl again"
+        ))
+    }
+
+    /// Waits until `done` holds, watching for dead peers (`peer`, or every rank), a broken
+    /// communicator and the timeout. `done` may also find that the wait can never end (`Err`).
+    pub(super) fn wait(
+        &mut self,
+        what: &str,
+        peer: Option<usize>,
+        done: impl Fn(&Self) -> std::result::Result<bool, String>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let limit = timeout();
+        let mut next_check = start + Duration::from_millis(10);
+        let mut spins = 0u32;
+        loop {
+            match done(self) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(why) => return Err(self.break_with(why)),
+            }
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if spins < 512 {
+                std::thread::yield_now();
+                continue;
+            }
+            std::thread::sleep(Duration::from_micros(if spins < 2048 { 20 } else { 200 }));
+            let now = Instant::now();
+            let b = self.atomic32(OFF_BROKEN).load(Acquire);
+            if b != 0 {
+                return Err(self.break_with(format!(
+                    "worker {} gave up on it while worker {} waited in {what}",
+                    b - 1,
+                    self.rank
+                )));
+            }
+            if now >= next_check {
+                next_check = now + Duration::from_millis(10);
+                let dead = match peer {
+                    Some(p) => (!self.alive(p)).then_some(p),
+                    None => (0..self.world).find(|&r| r != self.rank && !self.alive(r)),
+                };
+                if let Some(d) = dead {
+                    return Err(self.break_with(format!(
+                        "worker {d} is gone (its process ended or it left the communicator) \
+                         while worker {} waited in {what}",
+                        self.rank
+                    )));
+                }
+            }
+            if now - start >= limit {
+                return Err(self.break_with(format!(
+                    "worker {} waited {:.1} s in {what} for its peers (RFFI_CCL_TIMEOUT_S)",
+                    self.rank,
+                    limit.as_secs_f64()
+                )));
+            }
+        }
+    }
+
+    fn barrier(&mut self, what: &str) -> Result<()> {
+        let gen = self.atomic32(OFF_GEN).load(Acquire);
+        if self.atomic32(OFF_ARRIVED).fetch_add(1, AcqRel) + 1 == self.world as u32 {
+            self.atomic32(OFF_ARRIVED).store(0, Relaxed);
+            self.atomic32(OFF_GEN).fetch_add(1, Release);
+            return Ok(());
+        }
+        self.wait(what, None, |c| Ok(c.atomic32(OFF_GEN).load(Acquire) != gen))
+    }
+
+    fn desc(&self, r: usize, seq: u64) -> usize {
+        self.area(r) + R_DESC + (seq % 2) as usize * DESC
+    }
+
+    /// Posts this rank's descriptor (or its error), meets the others, and checks them all.
+    fn handshake(&mut self, what: &str, mine: std::result::Result<[u64; 3], &Error>) -> Result<()> {
+        self.op_seq += 1;
+        let seq = self.op_seq;
+        let d = self.desc(self.rank, seq);
+        match mine {
+            Ok(v) => {
+                for (i, x) in v.iter().enumerate() {
+                    self.atomic64(d + 8 + 8 * i).store(*x, Relaxed);
+                }
+                self.atomic32(d + 32).store(0, Relaxed);
+            }
+            Err(e) => {
+                self.atomic32(d + 32).store(1, Relaxed);
+                self.put_msg(d + 36, &format!("{}: {}", e.kind(), e.message()));
+            }
+        }
+        self.atomic64(d).store(seq, Release);
+        self.barrier(what)?;
+        if let Err(e) = mine {
+            return Err(e.clone());
+        }
+        let mine = mine.expect("checked");
+        for k in 0..self.world {
+            let dk = self.desc(k, seq);
+            if self.atomic64(dk).load(Acquire) != seq {
+                return Err(self.break_with(format!("worker {k} is out of step in {what}")));
+            }
+            if self.atomic32(dk + 32).load(Relaxed) != 0 {
+                let msg = self.get_msg(dk + 36);
+                let (kind, text) = msg.split_once(": ").unwrap_or(("RuntimeError", &msg));
+                return Err(Error::new(
+                    kind,
+                    format!("{what}: worker {k} failed before the transfer: {text}"),
+                ));
+            }
+            let theirs: Vec<u64> = (0..3)
+                .map(|i| self.atomic64(dk + 8 + 8 * i).load(Relaxed))
+                .collect();
+            if theirs != mine {
+                return Err(Error::value_error(format!(
+                    "{what}: the workers disagree: worker {} passes {} and worker {k} passes {}",
+                    self.rank,
+                    show(&mine),
+                    show(&theirs)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn slot_ptr(&self, r: usize, half: usize) -> *mut u8 {
+        self.at(self.data + (r * 3 + half) * self.slot)
+    }
+
+    /// Runs a collective whose local arguments were checked into `plan` (or failed to be).
+    pub fn run(&mut self, what: &str, plan: Result<Plan<'_>>) -> Result<()> {
+        self.usable()?;
+        let mine = match &plan {
+            Ok(p) => Ok([p.kind.code() as u64, dtype_word(p), p.count as u64]),
+            Err(e) => Err(e),
+        };
+        self.handshake(what, mine)?;
+        self.transfer(&plan.expect("checked by the handshake"))
+    }
+
+    fn transfer(&mut self, p: &Plan<'_>) -> Result<()> {
+        let es = elem_size(p.dtype);
+        let (n, w, me) = (p.count, self.world, self.rank);
+        let split = matches!(p.kind, Kind::ReduceScatter(_) | Kind::Scatter);
+        let cap = (self.slot / es / if split { w } else { 1 }).max(1);
+        let src = p.src.map(|t| t.element_ptr().cast::<u8>());
+        let dst = p.dst.map(|t| t.element_ptr().cast::<u8>());
+        let mut off = 0;
+        while off < n {
+            let len = cap.min(n - off);
+            let (b, ob) = (len * es, off * es);
+            let half = (self.phase % 2) as usize;
+            self.phase += 1;
+            let mine = self.slot_ptr(me, half);
+            // SAFETY: (every copy below) `plan` checked that src holds `count` elements (times
+            // the world size where the collective splits it) and dst likewise, both contiguous
+            // and of `dtype`; slots hold `slot` >= `len * es` (times `w` when split) bytes; the
+            // chunk offsets stay below those sizes. Slot reads happen after the barrier that
+            // follows every rank's write of this half, and before the next write of it.
+            unsafe {
+                match p.kind {
+                    Kind::AllReduce(_) | Kind::AllGather | Kind::Gather => {
+                        std::ptr::copy_nonoverlapping(src.unwrap().add(ob), mine, b)
+                    }
+                    Kind::ReduceScatter(_) => {
+                        for r in 0..w {
+                            let from = src.unwrap().add((r * n + off) * es);
+                            std::ptr::copy_nonoverlapping(from, mine.add(r * b), b);
+                        }
+                    }
+                    Kind::Broadcast if me == 0 => {
+                        std::ptr::copy_nonoverlapping(src.unwrap().add(ob), mine, b)
+                    }
+                    Kind::Scatter if me == 0 => {
+                        for r in 0..w {
+                            let from = src.unwrap().add((r * n + off) * es);
+                            std::ptr::copy_nonoverlapping(from, mine.add(r * b), b);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.barrier(p.kind.name())?;
+            // SAFETY: as above.
+            unsafe {
+                let slot = |r: usize, at: usize| {
+                    std::slice::from_raw_parts(self.slot_ptr(r, half).add(at) as *const u8, b)
+                };
+                match p.kind {
+                    Kind::AllReduce(op) | Kind::ReduceScatter(op) => {
+                        let at = if split { me * b } else { 0 };
+                        let srcs: Vec<&[u8]> = (0..w).map(|r| slot(r, at)).collect();
+                        let out = std::slice::from_raw_parts_mut(dst.unwrap().add(ob), b);
+                        reduce_into(out, &srcs, p.dtype, op);
+                    }
+                    Kind::AllGather => {
+                        for r in 0..w {
+                            let to = dst.unwrap().add((r * n + off) * es);
+                            std::ptr::copy_nonoverlapping(slot(r, 0).as_ptr(), to, b);
+                        }
+                    }
+                    Kind::Gather if me == 0 => {
+                        for r in 0..w {
+                            let to = dst.unwrap().add((r * n + off) * es);
+                            std::ptr::copy_nonoverlapping(slot(r, 0).as_ptr(), to, b);
+                        }
+                    }
+                    Kind::Broadcast => std::ptr::copy(slot(0, 0).as_ptr(), dst.unwrap().add(ob), b),
+                    Kind::Scatter => std::ptr::copy_nonoverlapping(
+                        slot(0, me * b).as_ptr(),
+                        dst.unwrap().add(ob),
+                        b,
+                    ),
+                    _ => {}
+                }
+            }
+            off += len;
+        }
+        Ok(())
+    }
+}
+
+fn dtype_word(p: &Plan<'_>) -> u64 {
+    p.dtype.raw_word()
+}
+
+fn show(v: &[u64]) -> String {
+    format!(
+        "{} elements of {}",
+        v[2],
+        rffi_core::DataType::from_raw_word(v[1])
+    )
+}
+
+/// A dtype as one word and back (for the descriptors).
+pub(super) trait RawWord {
+    fn raw_word(self) -> u64;
+}
+
+impl RawWord for rffi_core::DataType {
+    fn raw_word(self) -> u64 {
+        self.code() as u64 | (self.bits() as u64) << 8 | (self.lanes() as u64) << 16
+    }
+}
+
+pub(super) trait FromRawWord {
+    fn from_raw_word(w: u64) -> rffi_core::DataType;
+}
+
+impl FromRawWord for rffi_core::DataType {
+    fn from_raw_word(w: u64) -> rffi_core::DataType {
+        rffi_core::DataType::new(w as u8, (w >> 8) as u8, (w >> 16) as u16)
+    }
+}
