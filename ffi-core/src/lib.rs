@@ -2,6 +2,84 @@
 //! registry, the type registry and errors, laid out to be ABI-compatible with tvm-ffi 0.1.x.
 //!
 //! The `abi` module holds the C-layout items only; everything else is the safe runtime above it.
+//!
+//! # Registering and calling functions
+//!
+//! Any function, from any language, is reached by name through one registry and called with
+//! [`Any`] values; typed closures convert their arguments and results.
+//!
+//! ```
+//! use rffi_core::{get_global_func, register_global_func, Function};
+//!
+//! let twice = Function::from_typed(|x: i64| 2 * x);
+//! register_global_func("doc.twice", twice, false).unwrap();
+//! let f = get_global_func("doc.twice").expect("registered");
+//! let r = f.call(&[21i64.into()]).unwrap();
+//! assert_eq!(r.try_as::<i64>().unwrap(), 42);
+//!
+//! // A wrong argument is a TypeError naming the function, the position and both types.
+//! let e = f.call(&["x".into()]).unwrap_err();
+//! assert_eq!(e.kind(), "TypeError");
+//! assert!(e.message().contains("argument #0"));
+//! ```
+//!
+//! Functions can also be declared at compile time with [`register_global!`].
+//!
+//! # Errors
+//!
+//! A failed call returns an [`Error`]: a kind (`ValueError`, ...), a message, and a traceback that
+//! every language it crossed added its frames to.
+//!
+//! ```
+//! use rffi_core::{get_global_func, Error, Function};
+//!
+//! let f = Function::from_typed(|b: i64| -> rffi_core::Result<i64> {
+//!     if b == 0 { Err(Error::value_error("division by zero")) } else { Ok(10 / b) }
+//! });
+//! let e = f.call(&[0i64.into()]).unwrap_err();
+//! assert_eq!((e.kind().as_str(), e.message().as_str()), ("ValueError", "division by zero"));
+//! assert!(e.backtrace().contains("File \""));
+//! ```
+//!
+//! # Tensors
+//!
+//! [`Tensor`] is a DLPack tensor with a reference count, shared with C, C++ and Python without
+//! copying.
+//!
+//! ```
+//! use rffi_core::{DataType, Device, Tensor};
+//!
+//! let t = Tensor::empty(&[2, 3], DataType::float(32), Device::cpu()).unwrap();
+//! assert_eq!(t.shape(), &[2, 3]);
+//! // SAFETY: a fresh CPU float32 tensor that nothing else uses.
+//! let data = unsafe { t.as_mut_slice::<f32>() }.unwrap();
+//! data[5] = 1.5;
+//! // Exported as DLPack (sharing the data) and imported back.
+//! let managed = t.to_dlpack_versioned();
+//! // SAFETY: the managed tensor just exported, handed over once.
+//! let back = unsafe { Tensor::from_dlpack_versioned(managed, 0, false) }.unwrap();
+//! assert_eq!(unsafe { back.as_slice::<f32>() }.unwrap()[5], 1.5);
+//! ```
+//!
+//! # Plugins
+//!
+//! A plugin is a shared library loaded with [`Module::load`]; its functions join this process's
+//! registry. A Rust plugin is a `cdylib` that declares its functions with [`register_global!`]
+//! and exports the loader's entry points with [`export_plugin!`]:
+//!
+//! ```ignore
+//! // In the plugin crate (crate-type = ["cdylib"]):
+//! rffi_core::register_global!("my_plugin.add", |a: i64, b: i64| a + b);
+//! rffi_core::export_plugin!();
+//!
+//! // In the host:
+//! let module = rffi_core::Module::load("target/release/libmy_plugin.so")?;
+//! let add = rffi_core::get_global_func("my_plugin.add").unwrap();
+//! ```
+//!
+//! C and C++ plugins follow the same handshake (`include/rffi/c_api.h`, `include/rffi/rffi.hpp`);
+//! docs/PLUGINS.md describes it. Sessions (workers in threads or processes, called by name) are
+//! in the `rffi-session` crate.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Type-index constants keep their C names (`kRFFIInt`), and are matched on throughout.
 #![allow(non_upper_case_globals)]
@@ -11,6 +89,7 @@ pub mod any;
 pub mod array;
 mod builtins;
 pub mod call_depth;
+#[doc(hidden)] // the C ABI's implementation: use the C header or this crate's safe API
 pub mod capi;
 pub mod containers;
 pub mod device;
