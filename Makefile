@@ -111,7 +111,10 @@ fuzz: fuzz-setup
 ## (plugins included) under AddressSanitizer with leak detection.
 VALGRIND := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 ASAN_TARGET := x86_64-unknown-linux-gnu
-ASAN_ENV := RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" \
+# --export-dynamic: the test executables carry the ASan runtime, and the ASan-built plugins they
+# load (dlopen) resolve its __asan_* symbols from them; without it they fail to load.
+ASAN_ENV := RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" \
+	RUSTDOCFLAGS="-Zsanitizer=address" \
 	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
 	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0
 sanitize: sanitize-valgrind sanitize-asan

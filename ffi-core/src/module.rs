@@ -99,6 +99,19 @@ fn rollback(journal: Journal) {
     }
 }
 
+/// An error and its causes on one line: the loader's own error says only "dlopen failed", and
+/// the reason (a missing file, an undefined symbol) is its cause.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 fn load_error(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::value_error(format!("cannot load module `{}`: {why}", path.display()))
 }
@@ -140,7 +153,7 @@ impl Module {
     fn open(path: &Path) -> Result<Module> {
         // SAFETY: loading runs the library's constructors; plugins are trusted code by nature.
         let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
-            .map_err(|e| load_error(path, e))?;
+            .map_err(|e| load_error(path, with_causes(&e)))?;
         // SAFETY: by the plugin convention `rffi_plugin_version` is an `RFFIVersion`.
         let version = unsafe { symbol::<*const RFFIVersion>(&lib, RFFI_PLUGIN_VERSION_SYMBOL) }
             // SAFETY: a data symbol's address points at its value.

@@ -171,6 +171,21 @@ fn slices_of_a_flipped_tensor_move_the_data_pointer_back() {
     );
     let every_other = tail.slice_step(0, 1, 3, 2).unwrap();
     assert_eq!(every_other.to_vec::<f32>().unwrap(), [11.]);
+    // dlpack_import, `slice-below-address-zero`: the moved pointer must not wrap below address
+    // 0 (a layout that claims memory there is refused, not turned into a wrapped pointer).
+    let mut low = dl;
+    low.data = 0x1000 as *mut _;
+    shape[0] = 1 << 20;
+    low.shape = shape.as_mut_ptr();
+    // SAFETY: the data is never read.
+    let low = unsafe { Tensor::from_dltensor_borrowed(std::ptr::NonNull::from(&low)) }.unwrap();
+    assert_eq!(
+        low.slice(0, 1000, 1001).unwrap().data_ptr() as usize,
+        0x1000 - 4000
+    );
+    let e = low.slice(0, 2000, 2001).unwrap_err();
+    assert!(e.message().contains("below address 0"), "{}", e.message());
+    dl.shape = shape.as_mut_ptr();
     // On a device whose data pointer is a handle, it cannot move.
     dl.device = DLDevice {
         device_type: 4, // OpenCL

@@ -281,4 +281,6 @@ fn bad_libraries_fail_cleanly() {
     let e = Module::load(&text).unwrap_err();
     assert_eq!(e.kind(), "ValueError");
     assert!(e.message().contains("not_a_library.so"), "{}", e.message());
+    // The system's reason is in the message, not just "dlopen failed".
+    assert!(e.message().contains("file too short"), "{}", e.message());
 }

@@ -67,7 +67,7 @@ fn well_formed(v: &RFFIAny) -> bool {
 
 pub fn run(data: &[u8]) {
     let _ = take_raised();
-    let pool = pool();
+    let (pool, _case) = pool();
     {
         let mut input = Input::new(data);
         let mut scratch = Scratch::default();

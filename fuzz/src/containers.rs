@@ -141,7 +141,7 @@ fn same(a: &AnyView<'_>, b: &AnyView<'_>) -> bool {
 
 pub fn run(data: &[u8]) {
     let _ = take_raised();
-    let pool = pool();
+    let (pool, _case) = pool();
     {
         let mut input = Input::new(data);
         let mode = input.u8();

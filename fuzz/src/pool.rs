@@ -5,6 +5,7 @@
 use rffi_core::abi::*;
 use rffi_core::capi::function::RFFIFunctionCreate;
 use rffi_core::{Any, Array, Bytes, Error, Function, Map, ObjectRef, RString, Shape, Tensor};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub struct Pool {
     /// One object of each kind (String, Bytes, Array, Map, Shape, Rust and C Functions, Error,
@@ -29,13 +30,19 @@ unsafe extern "C" fn returns_seven(
     0
 }
 
-thread_local! {
-    static POOL: &'static Pool = Box::leak(Box::new(Pool::new()));
-}
+// SAFETY: the objects are thread-safe values; the DLTensor is never written after creation.
+unsafe impl Sync for Pool {}
+// SAFETY: as above.
+unsafe impl Send for Pool {}
 
-/// This thread's pool.
-pub fn pool() -> &'static Pool {
-    POOL.with(|p| *p)
+static POOL: OnceLock<Pool> = OnceLock::new();
+static CASES: Mutex<()> = Mutex::new(());
+
+/// The pool, and a guard that keeps other threads' cases out while this one counts references
+/// (the regression tests replay inputs on several threads).
+pub fn pool() -> (&'static Pool, MutexGuard<'static, ()>) {
+    let guard = CASES.lock().unwrap_or_else(|e| e.into_inner());
+    (POOL.get_or_init(Pool::new), guard)
 }
 
 impl Pool {

@@ -183,7 +183,7 @@ pub fn is_object_type(index: i32) -> bool {
 
 pub fn run(data: &[u8]) {
     let _ = take_raised();
-    let pool = pool();
+    let (pool, _case) = pool();
     {
         let mut input = Input::new(data);
         let mut scratch = Scratch::default();

@@ -40,7 +40,17 @@ fn plugin() -> String {
             "rffi-session-test-plugin",
             "--target-dir",
         ])
-        .arg(dir.parent().unwrap())
+        // With an explicit target (`CARGO_BUILD_TARGET`, inherited by this cargo, as in `make
+        // sanitize`), the profile directory is `<target-dir>/<triple>/<profile>`.
+        .arg(
+            dir.ancestors()
+                .nth(if std::env::var_os("CARGO_BUILD_TARGET").is_some() {
+                    2
+                } else {
+                    1
+                })
+                .unwrap(),
+        )
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");

@@ -190,6 +190,17 @@ impl Tensor {
             } else if addresses_directly(self.device().device_type()) {
                 // Before the data pointer (a negative stride): DLPack's byte_offset is unsigned,
                 // so the view's data pointer moves back instead, as PyTorch exports such views.
+                // No memory lies below address 0: a layout claiming some is refused, never
+                // turned into a wrapped pointer.
+                if (self.data_ptr() as usize as i128) < -first {
+                    return Err(Error::value_error(format!(
+                        "{F}: the slice starts {} bytes before the data pointer {:p} (stride {} \
+                         on axis {ax}), below address 0",
+                        -first,
+                        self.data_ptr(),
+                        strides[ax]
+                    )));
+                }
                 shift = first as i64;
                 byte_offset = 0;
             } else {
