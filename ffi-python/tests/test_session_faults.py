@@ -102,13 +102,21 @@ def test_ctrl_c_during_sync_raises_and_the_session_stays_usable():
 
     s = rffi.ThreadSession(1)
     try:
-        s.get_global_func("pytest_session.slow")(2.0)
-        threading.Timer(0.1, lambda: signal.raise_signal(signal.SIGINT)).start()
-        start = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            s.sync()
-        # The wait ends at the signal, long before the 2 s call (margins for a loaded machine).
-        assert time.monotonic() - start < 1.5
+        # On a heavily loaded machine the timer thread can be scheduled so late that the call
+        # ends first; such a round proves nothing either way, so up to three rounds are tried,
+        # and one of them must end at the signal, long before its 2 s call.
+        for _ in range(3):
+            s.get_global_func("pytest_session.slow")(2.0)
+            threading.Timer(0.1, lambda: signal.raise_signal(signal.SIGINT)).start()
+            start = time.monotonic()
+            try:
+                s.sync()
+            except KeyboardInterrupt:
+                waited = time.monotonic() - start
+                break
+        else:
+            pytest.fail("Ctrl-C never interrupted a sync in three rounds")
+        assert waited < 1.5
         s.sync()  # finishes the interrupted wait
         assert s.get_global_func("testing.add_one")(1).fetch(0) == 2
         # The same for a fetch; a sync after an interrupted fetch does not wait for it again.

@@ -106,6 +106,24 @@ fn split_and_qkv_shard_by_rank() {
             .flat_map(|r| [(r * 2) as f32, (r * 2 + 1) as f32])
             .collect();
         assert_eq!(q.to_vec::<f32>().unwrap(), want);
+        // The same through the registry functions (two steps: no direct copy from the file).
+        let chain = ShardInfo::parse(
+            r#"{"qkv": [["rffi.shard.qkv", [[2, 6, 2], "float32"], 2, 2, 2],
+                        ["shard_test.double", [[2, 6, 2], "float32"]]],
+                "w": [["rffi.shard.split", [[2, 4, 3], "float32"], 2, 1],
+                      ["shard_test.double", [[2, 4, 3], "float32"]]]}"#,
+        )
+        .unwrap();
+        let c = load_local(&w, &chain, rank, 2, false).unwrap();
+        let twice = |t: Tensor| {
+            t.to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x * 2.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get(&c, "qkv").to_vec::<f32>().unwrap(), twice(q));
+        assert_eq!(get(&c, "w").to_vec::<f32>().unwrap(), twice(wt));
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

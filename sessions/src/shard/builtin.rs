@@ -9,21 +9,16 @@
 //!   query heads, then its key heads, then its value heads (TVM's `shard_qkv_0`). `output` has
 //!   `num_shards` as its leading dimension and as many elements as `input`.
 
-use rffi_core::{register_global_packed, Any, AnyView, Error, Result, Tensor};
+use super::plan::Step;
+use rffi_core::{register_global_packed, Any, AnyView, DataType, Error, Result, Tensor};
 
-fn check_tensor(t: &Tensor, func: &str, what: &str) -> Result<usize> {
+fn check_tensor(t: &Tensor, func: &str, what: &str) -> Result<()> {
     if t.device().type_name() != "cpu" || !t.is_contiguous() {
         return Err(Error::value_error(format!(
             "{func}: the {what} must be a contiguous CPU tensor"
         )));
     }
-    let dt = t.dtype();
-    if dt.bits() % 8 != 0 || dt.lanes() != 1 {
-        return Err(Error::value_error(format!(
-            "{func}: the {what}'s dtype {dt} is not a whole number of bytes"
-        )));
-    }
-    Ok(dt.bytes_per_element())
+    Ok(())
 }
 
 fn bytes(t: &Tensor) -> &[u8] {
@@ -79,14 +74,77 @@ fn same_dtype(input: &Tensor, out: &Tensor, func: &str) -> Result<()> {
     Ok(())
 }
 
-/// Splits `input` along `axis` into `n` slices, slice `s` to `out[s]`.
-pub fn split(input: &Tensor, n: i64, axis: i64, out: &Tensor) -> Result<()> {
+/// Which source bytes make up each shard of a built-in step's output (shards are contiguous).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cut {
+    /// Shard `s` is, for each of `outer` rows of `row` bytes, the `chunk` bytes at `s * chunk`.
+    Split {
+        outer: usize,
+        row: usize,
+        chunk: usize,
+    },
+    /// Shard `s` is its query heads, then key heads, then value heads (`head` bytes each).
+    Qkv {
+        head: usize,
+        q: usize,
+        kv: usize,
+        n: usize,
+    },
+}
+
+impl Cut {
+    /// Copies shard `s` of `src` into `dst` (exactly one shard's bytes).
+    pub(crate) fn copy_shard(&self, s: usize, src: &[u8], dst: &mut [u8]) {
+        match *self {
+            Cut::Split { outer, row, chunk } => {
+                for o in 0..outer {
+                    let from = o * row + s * chunk;
+                    dst[o * chunk..(o + 1) * chunk].copy_from_slice(&src[from..from + chunk]);
+                }
+            }
+            Cut::Qkv { head, q, kv, n } => {
+                let (qs, kvs) = (q / n, kv / n);
+                let mut to = 0;
+                for (first, count) in [(s * qs, qs), (q + s * kvs, kvs), (q + kv + s * kvs, kvs)] {
+                    let from = first * head;
+                    dst[to..to + count * head].copy_from_slice(&src[from..from + count * head]);
+                    to += count * head;
+                }
+            }
+        }
+    }
+}
+
+fn check_dtypes(input: DataType, out: DataType, func: &str) -> Result<usize> {
+    if input.bits() % 8 != 0 || input.lanes() != 1 {
+        return Err(Error::value_error(format!(
+            "{func}: the input's dtype {input} is not a whole number of bytes"
+        )));
+    }
+    if input != out {
+        return Err(Error::value_error(format!(
+            "{func}: output dtype {out} differs from the input's {input}"
+        )));
+    }
+    Ok(input.bytes_per_element())
+}
+
+fn numel(shape: &[i64]) -> usize {
+    shape.iter().product::<i64>() as usize
+}
+
+/// The cut of `rffi.shard.split` for an input of `shape` and a declared output.
+pub(crate) fn split_cut(
+    shape: &[i64],
+    dtype: DataType,
+    n: i64,
+    axis: i64,
+    out_shape: &[i64],
+    out_dtype: DataType,
+) -> Result<Cut> {
     const F: &str = "rffi.shard.split";
-    let es = check_tensor(input, F, "input")?;
-    check_tensor(out, F, "output")?;
-    same_dtype(input, out, F)?;
+    let es = check_dtypes(dtype, out_dtype, F)?;
     let n = positive(n, F, "num_shards")?;
-    let shape = input.shape();
     let nd = shape.len() as i64;
     let ax = if axis < 0 { axis + nd } else { axis };
     if ax < 0 || ax >= nd {
@@ -104,35 +162,31 @@ pub fn split(input: &Tensor, n: i64, axis: i64, out: &Tensor) -> Result<()> {
     let mut want = vec![n as i64];
     want.extend_from_slice(shape);
     want[ax + 1] = (len / n) as i64;
-    if out.shape() != want.as_slice() {
+    if out_shape != want.as_slice() {
         return Err(Error::value_error(format!(
-            "{F}: output shape {:?} should be {want:?} for input {shape:?}, {n} shards, axis {ax}",
-            out.shape()
+            "{F}: output shape {out_shape:?} should be {want:?} for input {shape:?}, {n} shards, axis {ax}"
         )));
     }
-    let outer: usize = shape[..ax].iter().product::<i64>() as usize;
-    let inner: usize = shape[ax + 1..].iter().product::<i64>() as usize;
-    let chunk = len / n * inner * es;
-    let src = bytes(input);
-    let mut out = out.clone();
-    let dst = bytes_mut(&mut out)?;
-    let per_shard = outer * chunk;
-    for s in 0..n {
-        for o in 0..outer {
-            let from = o * len * inner * es + s * chunk;
-            let to = s * per_shard + o * chunk;
-            dst[to..to + chunk].copy_from_slice(&src[from..from + chunk]);
-        }
-    }
-    Ok(())
+    let inner = numel(&shape[ax + 1..]) * es;
+    Ok(Cut::Split {
+        outer: numel(&shape[..ax]),
+        row: len * inner,
+        chunk: len / n * inner,
+    })
 }
 
-/// Splits a fused QKV weight by heads: shard `s` gets its query, key and value heads, in order.
-pub fn qkv(input: &Tensor, n: i64, q_heads: i64, kv_heads: i64, out: &Tensor) -> Result<()> {
+/// The cut of `rffi.shard.qkv` for an input of `shape` and a declared output.
+pub(crate) fn qkv_cut(
+    shape: &[i64],
+    dtype: DataType,
+    n: i64,
+    q_heads: i64,
+    kv_heads: i64,
+    out_shape: &[i64],
+    out_dtype: DataType,
+) -> Result<Cut> {
     const F: &str = "rffi.shard.qkv";
-    check_tensor(input, F, "input")?;
-    check_tensor(out, F, "output")?;
-    same_dtype(input, out, F)?;
+    let es = check_dtypes(dtype, out_dtype, F)?;
     let n = positive(n, F, "num_shards")?;
     let q = positive(q_heads, F, "q_heads")?;
     let kv = positive(kv_heads, F, "kv_heads")?;
@@ -141,7 +195,6 @@ pub fn qkv(input: &Tensor, n: i64, q_heads: i64, kv_heads: i64, out: &Tensor) ->
             "{F}: q_heads ({q}) and kv_heads ({kv}) must both divide into {n} shards"
         )));
     }
-    let shape = input.shape();
     let rows = *shape.first().unwrap_or(&0) as usize;
     let heads = q + 2 * kv;
     if shape.is_empty() || rows % heads != 0 {
@@ -149,28 +202,66 @@ pub fn qkv(input: &Tensor, n: i64, q_heads: i64, kv_heads: i64, out: &Tensor) ->
             "{F}: input shape {shape:?}: the leading dimension must hold {heads} heads (q_heads + 2 * kv_heads)"
         )));
     }
-    if out.shape().first() != Some(&(n as i64)) || out.numel() != input.numel() {
+    if out_shape.first() != Some(&(n as i64)) || numel(out_shape) != numel(shape) {
         return Err(Error::value_error(format!(
-            "{F}: output shape {:?} should lead with {n} and hold {} elements (input {shape:?})",
-            out.shape(),
-            input.numel()
+            "{F}: output shape {out_shape:?} should lead with {n} and hold {} elements (input {shape:?})",
+            numel(shape)
         )));
     }
-    // Bytes of one head: head_dim rows of the input.
-    let head = input.nbytes() / heads;
+    Ok(Cut::Qkv {
+        head: numel(shape) * es / heads,
+        q,
+        kv,
+        n,
+    })
+}
+
+/// Runs `cut` for every shard, from `input` into `out`.
+fn run(cut: Cut, n: i64, input: &Tensor, out: &Tensor, func: &str) -> Result<()> {
+    check_tensor(input, func, "input")?;
+    check_tensor(out, func, "output")?;
+    same_dtype(input, out, func)?;
     let src = bytes(input);
     let mut out = out.clone();
     let dst = bytes_mut(&mut out)?;
-    let (qs, kvs) = (q / n, kv / n);
-    let mut to = 0;
-    for s in 0..n {
-        for (first, count) in [(s * qs, qs), (q + s * kvs, kvs), (q + kv + s * kvs, kvs)] {
-            let from = first * head;
-            dst[to..to + count * head].copy_from_slice(&src[from..from + count * head]);
-            to += count * head;
-        }
+    let per = dst.len() / n as usize;
+    for (s, d) in dst.chunks_mut(per.max(1)).enumerate() {
+        cut.copy_shard(s, src, d);
     }
     Ok(())
+}
+
+/// Splits `input` along `axis` into `n` slices, slice `s` to `out[s]`.
+pub fn split(input: &Tensor, n: i64, axis: i64, out: &Tensor) -> Result<()> {
+    let cut = split_cut(
+        input.shape(),
+        input.dtype(),
+        n,
+        axis,
+        out.shape(),
+        out.dtype(),
+    )?;
+    run(cut, n, input, out, "rffi.shard.split")
+}
+
+/// Splits a fused QKV weight by heads: shard `s` gets its query, key and value heads, in order.
+pub fn qkv(input: &Tensor, n: i64, q_heads: i64, kv_heads: i64, out: &Tensor) -> Result<()> {
+    let (shape, dt) = (input.shape(), input.dtype());
+    let cut = qkv_cut(shape, dt, n, q_heads, kv_heads, out.shape(), out.dtype())?;
+    run(cut, n, input, out, "rffi.shard.qkv")
+}
+
+/// The cut of a built-in step applied to an input of `shape` and `dtype`, so the loader can copy
+/// one shard straight from the weights (`None`: not a built-in step, or extras of another form).
+pub(crate) fn direct_cut(step: &Step, shape: &[i64], dtype: DataType) -> Option<Result<Cut>> {
+    let ints: Option<Vec<i64>> = step.extra.iter().map(|v| v.as_i64()).collect();
+    let (os, od) = (&step.out_shape[..], step.out_dtype);
+    match (step.func.as_str(), ints?.as_slice()) {
+        ("rffi.shard.split", [n]) => Some(split_cut(shape, dtype, *n, 0, os, od)),
+        ("rffi.shard.split", [n, ax]) => Some(split_cut(shape, dtype, *n, *ax, os, od)),
+        ("rffi.shard.qkv", [n, q, kv]) => Some(qkv_cut(shape, dtype, *n, *q, *kv, os, od)),
+        _ => None,
+    }
 }
 
 fn nargs<'a>(

@@ -85,14 +85,7 @@ fn shard_one(
     };
     let at = Some((steps.len() - 1, last.func.as_str()));
     if cur.shape().first() != Some(&(world as i64)) {
-        return Err(context(
-            Error::value_error(format!(
-                "the last output's shape {:?} must lead with the worker count {world}",
-                cur.shape()
-            )),
-            name,
-            at,
-        ));
+        return Err(context(leading_dim_error(cur.shape(), world), name, at));
     }
     let per = cur.nbytes() / world;
     // SAFETY: `cur` is a compact tensor the loader allocated; slice `rank` is `per` bytes.
@@ -103,6 +96,37 @@ fn shard_one(
         &all[rank * per..(rank + 1) * per],
     )
     .map_err(|e| context(e, name, at))
+}
+
+fn leading_dim_error(shape: &[i64], world: usize) -> Error {
+    Error::value_error(format!(
+        "the last output's shape {shape:?} must lead with the worker count {world}"
+    ))
+}
+
+/// A plan of one built-in step: copies shard `rank` straight from the mapped weights, without
+/// a copy of the whole parameter or the other shards.
+fn shard_direct(
+    name: &str,
+    step: &Step,
+    cut: Result<builtin::Cut>,
+    t: &safetensors::TensorRef<'_>,
+    rank: usize,
+    world: usize,
+) -> Result<Tensor> {
+    let at = Some((0, step.func.as_str()));
+    let cut = cut.map_err(|e| context(e, name, at))?;
+    if step.out_shape.first() != Some(&(world as i64)) {
+        return Err(context(leading_dim_error(&step.out_shape, world), name, at));
+    }
+    let out = Tensor::empty(&step.out_shape[1..], t.dtype, Device::cpu())
+        .map_err(|e| context(e, name, at))?;
+    out.data_ptr_mut()?;
+    // SAFETY: `out` is a fresh contiguous tensor of `nbytes` bytes that nothing else references.
+    let dst =
+        unsafe { std::slice::from_raw_parts_mut(out.element_ptr().cast::<u8>(), out.nbytes()) };
+    cut.copy_shard(rank, t.data, dst);
+    Ok(out)
 }
 
 /// Draws `loading parameters: i/n (x/y MB)` on stderr when it is a terminal.
@@ -164,12 +188,20 @@ pub fn load_local(
     let mut out = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
         let t = weights.get(name).expect("a name the weights listed");
-        let input = host_tensor(&t.shape, t.dtype, t.data).map_err(|e| context(e, name, None))?;
         let steps = info.params.get(*name).map_or(&[][..], Vec::as_slice);
-        out.push((
-            name.to_string(),
-            shard_one(name, input, steps, rank, world_size)?,
-        ));
+        let direct = match steps {
+            [step] => builtin::direct_cut(step, &t.shape, t.dtype).map(|cut| (step, cut)),
+            _ => None,
+        };
+        let param = match direct {
+            Some((step, cut)) => shard_direct(name, step, cut, &t, rank, world_size)?,
+            None => {
+                let input =
+                    host_tensor(&t.shape, t.dtype, t.data).map_err(|e| context(e, name, None))?;
+                shard_one(name, input, steps, rank, world_size)?
+            }
+        };
+        out.push((name.to_string(), param));
         bar.step(i + 1, names.len(), sizes[i]);
     }
     Ok(out)
