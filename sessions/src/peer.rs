@@ -52,6 +52,22 @@ impl Peer {
         }
     }
 
+    /// The socket of a worker process (its controller end).
+    pub(crate) fn socket(&self) -> Option<i32> {
+        match self {
+            Peer::Process { link, .. } => Some(link.raw_fd()),
+            Peer::Thread { .. } => None,
+        }
+    }
+
+    /// Whether the worker is still running (a process not yet ended, a thread not returned).
+    pub(crate) fn alive(&self) -> bool {
+        match self {
+            Peer::Process { child, .. } => child.try_status().is_none(),
+            Peer::Thread { join, .. } => join.as_ref().is_some_and(|j| !j.is_finished()),
+        }
+    }
+
     /// Once its link has closed: how the worker ended, in words (reaping a process).
     pub(crate) fn how_it_ended(&mut self, rank: usize) -> String {
         match self {

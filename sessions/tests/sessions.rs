@@ -157,12 +157,9 @@ fn plugins_and_tensors_both_ways() {
         let small = Tensor::alloc_cpu(&[3], DataType::float(32)).unwrap();
         let e = err_of(s.copy_to_worker_0(&small, &t));
         assert!(e.message().contains("12 bytes"), "{}", e.message());
-        let e = err_of(t.fetch(0));
-        assert!(
-            e.message().contains("copy_from_worker_0"),
-            "{}",
-            e.message()
-        );
+        // Fetching a tensor brings a copy of it.
+        let back = t.fetch(0).unwrap().try_as::<Tensor>().unwrap();
+        assert_eq!(back.to_vec::<f32>().unwrap(), out.to_vec::<f32>().unwrap());
         s.sync().unwrap();
     }
 }
@@ -263,6 +260,8 @@ fn a_killed_worker_is_reported_by_rank_without_hanging() {
     let s = ProcessSession::with_program(3, &worker_program()).unwrap();
     let pids = s.worker_pids();
     assert_eq!(pids.len(), 2);
+    // Killed while idle, everything sent already done: the next sync still reports it.
+    s.sync().unwrap();
     // SAFETY: killing our own child.
     unsafe { libc::kill(pids[1], libc::SIGKILL) };
     let start = Instant::now();
