@@ -1,8 +1,8 @@
 """Type stubs for the public API of rffi."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from os import PathLike
 from enum import IntEnum
+from os import PathLike
 from typing import Any, SupportsIndex, TypeVar, overload
 
 from . import shard as shard
