@@ -164,7 +164,8 @@ fn type_info_carries_docs_flags_defaults_and_schemas() {
     let e = create_object(si).unwrap_err();
     assert_eq!(e.kind(), "TypeError");
     assert!(
-        e.message().contains("declared in Rust cannot be created generically"),
+        e.message()
+            .contains("declared in Rust cannot be created generically"),
         "{}",
         e.message()
     );
