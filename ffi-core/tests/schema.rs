@@ -190,11 +190,11 @@ fn a_signature_checks_and_converts_every_call() {
     let inner = Function::from_packed(|args: &[AnyView<'_>]| -> rffi_core::Result<Any> {
         let x = args[0].try_as::<f64>()?;
         let n = args.get(1).map_or(Ok(1), |v| v.try_as::<i64>())?;
-        Ok(Any::from(if n < 0 {
+        Ok(if n < 0 {
             Any::from("negative")
         } else {
             Any::from(x * n as f64)
-        }))
+        })
     });
     let sig = schema(
         r#"{"type":"ffi.Function","args":[{"type":"float"},{"type":"float"},{"type":"int"}]}"#,
