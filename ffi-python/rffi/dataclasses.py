@@ -202,7 +202,9 @@ def _make_init(cls, all_fields: list, index: int):
     qual = cls.__qualname__
     caller = f"{qual}.__init__()"
     # Defaults the runtime holds are set by the runtime when it makes the object.
-    given_by_runtime = {f.name for f in all_fields if isinstance(f.default_factory, _RuntimeDefault)}
+    given_by_runtime = {
+        f.name for f in all_fields if isinstance(f.default_factory, _RuntimeDefault)
+    }
 
     def __init__(self, *args, **kwargs):
         if len(args) > len(positional):

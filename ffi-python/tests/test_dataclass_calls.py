@@ -120,7 +120,9 @@ def test_frozen_fields_are_read_only_in_every_language(rust_plugin_path):
     with pytest.raises(dc.FrozenInstanceError):
         f.a = 2
     for setter in (set_in_rust, rffi.get_global_func("ffi.ObjectSetField")):
-        with pytest.raises(AttributeError, match="cannot assign to field `a` of `test_calls.Frozen`"):
+        with pytest.raises(
+            AttributeError, match="cannot assign to field `a` of `test_calls.Frozen`"
+        ):
             setter(f, "a", 5)
     assert f.a == 1
     flags = {x["name"]: x["flags"] for x in rffi.type_info("test_calls.Frozen")["fields"]}
