@@ -50,6 +50,7 @@ _LAZY = {
     "shard": ("rffi.shard", None),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
@@ -106,6 +107,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",
