@@ -52,6 +52,7 @@ _LAZY = {
     "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
@@ -108,6 +109,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",
