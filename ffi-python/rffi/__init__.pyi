@@ -15,6 +15,7 @@ from os import PathLike
 from typing import Any, SupportsIndex, TypeVar, overload
 
 from . import shard as shard
+from ._ray import RaySession as RaySession
 from .session import DFunction as DFunction
 from .session import DModule as DModule
 from .session import DRef as DRef
