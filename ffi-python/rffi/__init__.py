@@ -48,8 +48,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "dataclasses": ("rffi.dataclasses", None),
     "shard": ("rffi.shard", None),
+    # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
+    "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
@@ -106,6 +109,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",

@@ -8,6 +8,9 @@
 //!   and the controller keeps a shared mapping of every one (`SharedTensor`), so a host copy to or
 //!   from a worker's tensor is one `memcpy` in the controller.
 //! - A tensor fetched from a worker comes back as a memfd holding a copy of it.
+//!
+//! Workers that may be on another host (connected by TCP, as a `RaySession`'s are) cannot map this
+//! host's memory: their tensors travel inline in the frame (`bytes_of` and `from_bytes`).
 
 use rffi_core::abi::{
     DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
@@ -158,6 +161,43 @@ pub fn share(t: &Tensor) -> Result<OwnedFd> {
     Ok(fd)
 }
 
+/// The bytes of a contiguous CPU tensor, to travel inline in a frame (at most `max` bytes).
+pub fn bytes_of(t: &Tensor, max: usize) -> Result<Vec<u8>> {
+    check_host(t, "a tensor sent to or fetched from workers")?;
+    let n = t.nbytes();
+    if n > max {
+        return Err(Error::value_error(format!(
+            "a tensor of {n} bytes is larger than a session frame ({max} bytes) can carry to a \
+             worker on another host; send it in parts or load it there (load_params)"
+        )));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: a contiguous CPU tensor has `n` readable bytes at its element pointer, alive while
+    // `t` is borrowed.
+    Ok(unsafe { std::slice::from_raw_parts(t.element_ptr().cast::<u8>(), n) }.to_vec())
+}
+
+/// A new CPU tensor of `shape` and `dtype` holding `data` (whose size must match).
+pub fn from_bytes(shape: &[i64], dtype: DataType, data: &[u8]) -> Result<Tensor> {
+    let t = Tensor::empty(shape, dtype, Device::cpu())?;
+    if t.nbytes() != data.len() {
+        return Err(Error::value_error(format!(
+            "a tensor {shape:?} {dtype} needs {} bytes but {} came",
+            t.nbytes(),
+            data.len()
+        )));
+    }
+    if !data.is_empty() {
+        // SAFETY: the new tensor owns `data.len()` contiguous bytes; the two never overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), t.element_ptr().cast::<u8>(), data.len())
+        };
+    }
+    Ok(t)
+}
+
 /// What a mapped tensor owns: the mapping and the shape the DLTensor points at.
 struct Mapped {
     _map: Mapping,
@@ -303,6 +343,26 @@ mod tests {
         unsafe { w1.as_mut_slice::<i32>().unwrap()[2] = 7 };
         assert_eq!(st.read(1).unwrap().to_vec::<i32>().unwrap(), [0, 0, 7]);
         assert_eq!(st.read(0).unwrap().to_vec::<i32>().unwrap(), [0, 0, 0]);
+    }
+
+    #[test]
+    fn inline_tensors_round_trip_and_check_sizes() {
+        let t = Tensor::from_slice(&[1f32, 2., 3.], &[3]).unwrap();
+        let b = bytes_of(&t, 1024).unwrap();
+        let u = from_bytes(&[3], DataType::float(32), &b).unwrap();
+        assert_eq!(u.to_vec::<f32>().unwrap(), [1., 2., 3.]);
+        let e = from_bytes(&[4], DataType::float(32), &b).unwrap_err();
+        assert!(
+            e.message().contains("needs 16 bytes but 12 came"),
+            "{}",
+            e.message()
+        );
+        let e = bytes_of(&t, 8).unwrap_err();
+        assert!(
+            e.message().contains("12 bytes is larger"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

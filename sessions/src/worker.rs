@@ -264,7 +264,7 @@ impl Worker {
                     Some(e) => Err(e),
                     None => self
                         .get(reg)
-                        .and_then(|v| to_value(&v, &mut out))
+                        .and_then(|v| to_value(&v, self.progress.is_some(), &mut out))
                         .map_err(|e| WireError::from_error(&e, "", "fetch")),
                 };
                 if result.is_err() {
@@ -280,31 +280,56 @@ impl Worker {
                 to_worker,
             } => {
                 let r = self.copy(reg, addr, nbytes, to_worker);
-                if let Err(e) = &r {
-                    self.fail(
-                        e,
-                        "",
-                        if to_worker {
-                            "copy_to_worker_0"
-                        } else {
-                            "copy_from_worker_0"
-                        },
-                    );
-                }
-                let error = self.pending.take();
-                return Ok(Step::Reply(Reply::Done { seq, error }, Vec::new()));
+                return Ok(self.copy_done(seq, r, to_worker));
+            }
+            Command::CopyIn { seq, reg, data } => {
+                let r = self.host_copy_tensor(reg, data.len() as u64).map(|t| {
+                    if !data.is_empty() {
+                        // SAFETY: the tensor is contiguous, on the CPU, and `data.len()` bytes
+                        // long (checked); the two buffers never overlap.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                data.as_ptr(),
+                                t.element_ptr().cast::<u8>(),
+                                data.len(),
+                            )
+                        }
+                    }
+                });
+                return Ok(self.copy_done(seq, r, true));
+            }
+            Command::CopyOut { seq, reg, nbytes } => {
+                let result = match self.pending.take() {
+                    Some(e) => Err(e),
+                    None => self
+                        .host_copy_tensor(reg, nbytes)
+                        .and_then(|t| crate::shm_tensor::bytes_of(&t, usize::MAX))
+                        .map(Value::Bytes)
+                        .map_err(|e| WireError::from_error(&e, "", "copy_from_worker_0")),
+                };
+                return Ok(Step::Reply(Reply::Fetched { seq, result }, Vec::new()));
             }
             Command::Shutdown => return Ok(Step::Shutdown),
         }
         Ok(Step::Continue)
     }
 
-    fn copy(&self, reg: Reg, addr: u64, nbytes: u64, to_worker: bool) -> Result<()> {
-        if self.rank != 0 {
-            return Err(Error::runtime_error(
-                "host copies go to worker 0 only (it shares the controller's memory)",
-            ));
+    /// The answer to a host copy: its failure, else the first pending one.
+    fn copy_done(&mut self, seq: u64, r: Result<()>, to_worker: bool) -> Step {
+        if let Err(e) = &r {
+            let what = if to_worker {
+                "copy_to_worker_0"
+            } else {
+                "copy_from_worker_0"
+            };
+            self.fail(e, "", what);
         }
+        let error = self.pending.take();
+        Step::Reply(Reply::Done { seq, error }, Vec::new())
+    }
+
+    /// The tensor in `reg`, checked as the target of a host copy of `nbytes` bytes.
+    fn host_copy_tensor(&self, reg: Reg, nbytes: u64) -> Result<Tensor> {
         let t: Tensor = self.get(reg)?.try_as()?;
         if !t.is_contiguous() || t.device() != rffi_core::Device::cpu() {
             return Err(Error::value_error(
@@ -319,6 +344,16 @@ impl Worker {
                 t.nbytes()
             )));
         }
+        Ok(t)
+    }
+
+    fn copy(&self, reg: Reg, addr: u64, nbytes: u64, to_worker: bool) -> Result<()> {
+        if self.rank != 0 {
+            return Err(Error::runtime_error(
+                "host copies go to worker 0 only (it shares the controller's memory)",
+            ));
+        }
+        let t = self.host_copy_tensor(reg, nbytes)?;
         let dst = t.element_ptr().cast::<u8>();
         // SAFETY: the controller passes the address of a live host buffer of `nbytes` bytes that
         // it keeps alive until this command is answered; the tensor has `nbytes` bytes too, and
@@ -334,9 +369,10 @@ impl Worker {
     }
 }
 
-/// The value of a register as it travels back to the controller; a tensor goes as a copy in a
-/// shared-memory file whose descriptor is added to `fds`.
-fn to_value(v: &Any, fds: &mut Vec<OwnedFd>) -> Result<Value> {
+/// The value of a register as it travels back to the controller. A tensor goes as a copy: in a
+/// shared-memory file whose descriptor is added to `fds` when the controller is on this host
+/// (`local`: it sent the progress block), else inline in the frame.
+fn to_value(v: &Any, local: bool, fds: &mut Vec<OwnedFd>) -> Result<Value> {
     let view = v.view();
     Ok(match v.type_index() {
         kRFFITensor => {
@@ -348,17 +384,19 @@ fn to_value(v: &Any, fds: &mut Vec<OwnedFd>) -> Result<Value> {
                     t.device().type_name()
                 )));
             }
-            fds.push(shm_tensor::share(&t)?);
-            Value::FdTensor {
-                fd: (fds.len() - 1) as u32,
-                shape: t.shape().to_vec(),
-                dtype: t.dtype(),
+            let (shape, dtype) = (t.shape().to_vec(), t.dtype());
+            if !local {
+                let data = shm_tensor::bytes_of(&t, crate::transport::MAX_FRAME - (1 << 20))?;
+                return Ok(Value::Tensor { shape, dtype, data });
             }
+            fds.push(shm_tensor::share(&t)?);
+            let fd = (fds.len() - 1) as u32;
+            Value::FdTensor { fd, shape, dtype }
         }
         kRFFIArray => Value::Array(
             v.try_as::<Array>()?
                 .iter()
-                .map(|x| to_value(&x.to_owned()?, fds))
+                .map(|x| to_value(&x.to_owned()?, local, fds))
                 .collect::<Result<_>>()?,
         ),
         kRFFIMap => Value::Map(
@@ -366,8 +404,8 @@ fn to_value(v: &Any, fds: &mut Vec<OwnedFd>) -> Result<Value> {
                 .iter()
                 .map(|(k, x)| {
                     Ok((
-                        to_value(&k.to_owned()?, fds)?,
-                        to_value(&x.to_owned()?, fds)?,
+                        to_value(&k.to_owned()?, local, fds)?,
+                        to_value(&x.to_owned()?, local, fds)?,
                     ))
                 })
                 .collect::<Result<_>>()?,

@@ -1,30 +1,15 @@
-//! Both session kinds end to end: calls by name, DRef chaining, tensors, failures of every kind,
+//! Every session kind end to end: calls by name, DRef chaining, tensors, failures of every kind,
 //! worker death, shutdown, and register reuse over many calls.
 
+mod common;
+
+use common::{sessions, socket_session, worker_program};
 use rffi_core::{Any, DataType, Device, Error, Shape, Tensor};
-use rffi_session::{ProcessSession, Session, ThreadSession, WorkerProgram};
+use rffi_session::{ProcessSession, ThreadSession, WorkerProgram};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-fn worker_program() -> WorkerProgram {
-    WorkerProgram {
-        program: env!("CARGO_BIN_EXE_rffi-worker").into(),
-        args: vec![],
-    }
-}
-
-/// Both kinds with `n` workers.
-fn sessions(n: usize) -> Vec<(&'static str, Session)> {
-    vec![
-        ("thread", ThreadSession::new(n).unwrap()),
-        (
-            "process",
-            ProcessSession::with_program(n, &worker_program()).unwrap(),
-        ),
-    ]
-}
 
 /// The test plugin, built for this profile into this test's target directory.
 fn plugin() -> String {
@@ -280,6 +265,27 @@ fn a_killed_worker_is_reported_by_rank_without_hanging() {
     for pid in pids {
         assert!(!exists(pid), "worker {pid} still exists");
     }
+}
+
+#[test]
+fn a_connected_worker_that_goes_away_is_reported_by_rank() {
+    let s = socket_session(2, |rank| rank == 0);
+    // Seen when the command is sent (a closed socket) or at the sync.
+    let e = match s.get_global_func("testing.nop") {
+        Err(e) => e,
+        Ok(_) => err_of(s.sync()),
+    };
+    assert!(
+        e.message()
+            .contains("worker 1 (test thread 1) closed its connection"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(s.failed_rank(), Some(1));
+    let e2 = err_of(s.get_global_func("testing.nop"));
+    assert_eq!(e2.message(), e.message());
+    s.shutdown();
+    s.shutdown();
 }
 
 #[test]

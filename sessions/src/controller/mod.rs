@@ -1,10 +1,11 @@
 //! The controller: owns the links to every worker, hands out register ids, broadcasts commands,
 //! and turns answers into results or errors.
 //!
-//! Waiting needs no message: every worker counts the frames it has finished in the session's
-//! progress block (`progress`), so a sync compares those counts with the frames sent, and sleeps
-//! on a futex until they match. Only a worker that holds a failure is asked for it (a `Sync`
-//! command, answered with the error).
+//! Waiting needs no message when the workers are on this host: every worker counts the frames it
+//! has finished in the session's progress block (`progress`), so a sync compares those counts
+//! with the frames sent, and sleeps on a futex until they match. Only a worker that holds a
+//! failure is asked for it (a `Sync` command, answered with the error). Workers connected from
+//! elsewhere (a `SocketSession`) are synced by messages: a `Sync` to each, and its answers.
 //!
 //! Failures are reported, never waited on: a worker's error comes back with the next answer and is
 //! raised naming its rank, command and function; a worker that ended (its process exited, socket
@@ -17,7 +18,7 @@ use crate::process::WorkerProgram;
 use crate::progress::Progress;
 use crate::protocol::{Command, Reg};
 use crate::shm_tensor::{self, SharedTensor};
-use crate::transport::LinkError;
+use crate::transport::{LinkError, SocketLink};
 use rffi_core::error::frame;
 use rffi_core::{DataType, Error, Result};
 use std::collections::HashMap;
@@ -36,6 +37,8 @@ struct State {
     sent: Vec<u64>,
     /// `sent` when each worker's last sync ended.
     synced: Vec<u64>,
+    /// A sync by messages in progress: its sequence number and the ranks yet to answer.
+    awaiting: Option<(u64, Vec<usize>)>,
     /// A fetch in progress: its sequence number, register and rank.
     awaiting_fetch: Option<(u64, Reg, usize)>,
     /// Failures that came with answers nobody waited for any more (an interrupted fetch).
@@ -73,7 +76,9 @@ pub struct Controller {
     released: Mutex<Vec<Reg>>,
     /// The controller's side of the tensors `empty` made in shared memory, by register.
     shared: Mutex<HashMap<Reg, Arc<SharedTensor>>>,
-    progress: Progress,
+    /// Where workers on this host count their progress; `None` for workers connected from
+    /// elsewhere, whose host data also travels inline in the frames.
+    progress: Option<Progress>,
     num_workers: usize,
     failed_rank: Mutex<Option<usize>>,
 }
@@ -100,10 +105,17 @@ fn worker_error(rank: usize, w: &WireError) -> Error {
 }
 
 impl Controller {
-    /// Hands every worker the progress block (its first command), then the session is ready.
-    fn new(peers: Vec<Peer>) -> Result<Controller> {
+    /// A controller of `peers`: on this host (`local`), every worker gets the progress block
+    /// with its first command; otherwise host data travels inline and syncs are messages.
+    fn new(peers: Vec<Peer>, local: bool) -> Result<Controller> {
         let n = peers.len();
-        let (progress, fd) = Progress::create(n)?;
+        let (progress, fd) = match local {
+            true => {
+                let (p, fd) = Progress::create(n)?;
+                (Some(p), Some(fd))
+            }
+            false => (None, None),
+        };
         let ctl = Controller {
             num_workers: n,
             state: Mutex::new(State {
@@ -113,6 +125,7 @@ impl Controller {
                 seq: 0,
                 sent: vec![0; n],
                 synced: vec![0; n],
+                awaiting: None,
                 awaiting_fetch: None,
                 stashed: None,
                 dead: None,
@@ -124,11 +137,12 @@ impl Controller {
             progress,
             failed_rank: Mutex::new(None),
         };
-        let mut st = lock(&ctl.state);
-        let all = ctl.all();
-        let fds = [fd];
-        ctl.send_to(&mut st, &all, &Command::Attach { fd: 0 }, &Fds::Same(&fds))?;
-        drop(st);
+        if let Some(fd) = fd {
+            let mut st = lock(&ctl.state);
+            let all = ctl.all();
+            let fds = [fd];
+            ctl.send_to(&mut st, &all, &Command::Attach { fd: 0 }, &Fds::Same(&fds))?;
+        }
         Ok(ctl)
     }
 
@@ -138,7 +152,7 @@ impl Controller {
         let peers = (0..n)
             .map(|rank| Peer::thread(rank, n))
             .collect::<Result<_>>()?;
-        Controller::new(peers)
+        Controller::new(peers, true)
     }
 
     /// Worker 0 in a thread of this process, workers 1.. as processes of `program`.
@@ -148,11 +162,27 @@ impl Controller {
         for rank in 1..n {
             peers.push(Peer::process(program, rank, n)?);
         }
-        Controller::new(peers)
+        Controller::new(peers, true)
+    }
+
+    /// Workers already running somewhere (started by Ray, say), worker i connected by the
+    /// stream socket `workers[i].0` and described by `workers[i].1` in messages.
+    pub fn connected(workers: Vec<(SocketLink, String)>) -> Result<Controller> {
+        check_count(workers.len())?;
+        let peers = workers
+            .into_iter()
+            .map(|(link, what)| Peer::Connected { link, what })
+            .collect();
+        Controller::new(peers, false)
     }
 
     pub fn num_workers(&self) -> usize {
         self.num_workers
+    }
+
+    /// Whether host data travels inline (workers may be on other hosts; see `connected`).
+    pub fn inline_data(&self) -> bool {
+        self.progress.is_none()
     }
 
     /// The rank whose failure was raised last, taken (for bindings that attach it to the
@@ -289,7 +319,8 @@ impl Controller {
                 fd,
             }
         };
-        let shareable = device == rffi_core::Device::cpu()
+        let shareable = !self.inline_data()
+            && device == rffi_core::Device::cpu()
             && shm_tensor::nbytes(shape, dtype).is_ok_and(|n| n > 0);
         if !shareable {
             return self.broadcast_new(make(None));

@@ -2,7 +2,7 @@
 //! host copies that wait for worker 0; and noticing a worker that ended meanwhile.
 
 use super::{Controller, Fds, State};
-use crate::codec::{Resolve, WireError};
+use crate::codec::{Resolve, Value, WireError};
 use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor;
 use crate::transport::{spin_until, LinkError};
@@ -56,8 +56,15 @@ impl Controller {
             if reply.seq() == seq {
                 return Ok(Some((reply, frame.fds)));
             }
-            // An answer to a fetch that was given up (an interrupted one): keep its failure.
-            if st.awaiting_fetch.is_some_and(|(s, _, _)| s == reply.seq()) {
+            // An answer to a sync or fetch that was given up (an interrupted one): keep its
+            // failure, and do not wait for it again.
+            let stale = reply.seq();
+            if let Some((s, ranks)) = &mut st.awaiting {
+                if *s == stale {
+                    ranks.retain(|r| *r != rank);
+                }
+            }
+            if st.awaiting_fetch.is_some_and(|(s, _, _)| s == stale) {
                 st.awaiting_fetch = None;
             }
             let err = match reply {
@@ -83,10 +90,11 @@ impl Controller {
         ranks: &[usize],
         deadline: Option<Instant>,
     ) -> Result<bool> {
+        let progress = self.progress.as_ref().expect("workers on this host");
         let targets: Vec<u64> = (0..self.num_workers)
             .map(|r| if ranks.contains(&r) { st.sent[r] } else { 0 })
             .collect();
-        let met = || ranks.iter().all(|&r| self.progress.done(r) >= targets[r]);
+        let met = || ranks.iter().all(|&r| progress.done(r) >= targets[r]);
         let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if met() || spin_until(met, left()) {
             return Ok(true);
@@ -96,11 +104,11 @@ impl Controller {
             if slice.is_zero() {
                 return Ok(false);
             }
-            if self.progress.wait(&targets, slice) {
+            if progress.wait(&targets, slice) {
                 return Ok(true);
             }
             for &r in ranks {
-                if self.progress.done(r) < targets[r] && !st.peers[r].alive() {
+                if progress.done(r) < targets[r] && !st.peers[r].alive() {
                     return Err(self.worker_gone(st, r));
                 }
             }
@@ -162,7 +170,7 @@ impl Controller {
         let mut first = st.stashed.take();
         for &r in ranks {
             let ask = ask_processes && st.peers[r].socket().is_some();
-            if !ask && !self.progress.failed(r) {
+            if !ask && !self.progress.as_ref().is_some_and(|p| p.failed(r)) {
                 continue;
             }
             let seq = Self::next_seq(st);
@@ -191,6 +199,9 @@ impl Controller {
     pub fn sync(&self, only_worker_0: bool, timeout: Option<Duration>) -> Result<bool> {
         let mut st = self.usable()?;
         let ranks = if only_worker_0 { vec![0] } else { self.all() };
+        if self.progress.is_none() {
+            return self.sync_by_messages(&mut st, ranks, timeout);
+        }
         let idle = ranks.iter().all(|&r| st.sent[r] == st.synced[r]);
         let deadline = timeout.map(|t| Instant::now() + t);
         if !self.wait_progress(&mut st, &ranks, deadline)? {
@@ -201,6 +212,49 @@ impl Controller {
             st.synced[r] = st.sent[r];
         }
         match first? {
+            Some((rank, e)) => Err(self.raise(rank, &e)),
+            None => Ok(true),
+        }
+    }
+
+    /// A sync of workers that cannot share this host's memory: a `Sync` to each of `ranks`
+    /// (unless one is in progress), answered once it has run everything before. `Ok(false)`
+    /// after `timeout` with the sync still in progress; the next call goes on waiting for it.
+    fn sync_by_messages(
+        &self,
+        st: &mut State,
+        ranks: Vec<usize>,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        if st.awaiting.is_none() {
+            let seq = Self::next_seq(st);
+            self.send_to(st, &ranks, &Command::Sync { seq }, &Fds::None)?;
+            st.awaiting = Some((seq, ranks));
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let (seq, mut ranks) = st.awaiting.take().expect("set above");
+        let mut first: Option<(usize, WireError)> = st.stashed.take();
+        while let Some(&rank) = ranks.first() {
+            match self.wait_reply(st, rank, seq, deadline)? {
+                Some((Reply::Done { error, .. }, _)) => {
+                    if let (Some(e), None) = (error, &first) {
+                        first = Some((rank, e));
+                    }
+                    ranks.remove(0);
+                }
+                Some(_) => {
+                    return Err(Error::runtime_error(format!(
+                        "worker {rank} answered a sync with a fetch result"
+                    )))
+                }
+                None => {
+                    st.awaiting = Some((seq, ranks));
+                    st.stashed = first;
+                    return Ok(false);
+                }
+            }
+        }
+        match first {
             Some((rank, e)) => Err(self.raise(rank, &e)),
             None => Ok(true),
         }
@@ -303,26 +357,60 @@ impl Controller {
             }
             return Ok(());
         }
-        let mut st = self.usable()?;
-        let seq = Self::next_seq(&mut st);
-        let cmd = Command::Copy {
+        self.host_copy(|seq| Command::Copy {
             seq,
             reg,
             addr,
             nbytes,
             to_worker,
-        };
-        self.send_to(&mut st, &[0], &cmd, &Fds::None)?;
-        // Waited for without a timeout: the worker reads `addr`, which must outlive the copy.
-        match self.wait_reply(&mut st, 0, seq, None)? {
-            Some((Reply::Done { error: Some(e), .. }, _)) => Err(self.raise(0, &e)),
-            Some((Reply::Done { error: None, .. }, _)) => match st.stashed.take() {
-                Some((r, e)) => Err(self.raise(r, &e)),
-                None => Ok(()),
-            },
+        })
+        .map(drop)
+    }
+
+    /// Writes `data` into worker 0's tensor in `reg`, the bytes travelling in the frame (worker 0
+    /// in another process).
+    pub fn copy_in(&self, reg: Reg, data: Vec<u8>) -> Result<()> {
+        self.host_copy(|seq| Command::CopyIn { seq, reg, data })
+            .map(drop)
+    }
+
+    /// Reads worker 0's tensor in `reg` into `out`, the bytes travelling in the frame.
+    pub fn copy_out(&self, reg: Reg, out: &mut [u8]) -> Result<()> {
+        let nbytes = out.len() as u64;
+        match self.host_copy(|seq| Command::CopyOut { seq, reg, nbytes })? {
+            Some(Value::Bytes(b)) if b.len() == out.len() => {
+                out.copy_from_slice(&b);
+                Ok(())
+            }
             _ => Err(Error::runtime_error(
-                "worker 0 answered a copy with something else",
+                "worker 0 answered copy_from_worker_0 with something else",
             )),
+        }
+    }
+
+    /// Sends a host copy to worker 0 and waits for its answer: the bytes copied out, if any.
+    /// Waited for without a timeout: a copy from host memory reads an address that must outlive
+    /// it.
+    fn host_copy(&self, make: impl FnOnce(u64) -> Command) -> Result<Option<Value>> {
+        let mut st = self.usable()?;
+        let seq = Self::next_seq(&mut st);
+        let cmd = make(seq);
+        self.send_to(&mut st, &[0], &cmd, &Fds::None)?;
+        let value = match self.wait_reply(&mut st, 0, seq, None)? {
+            Some((Reply::Done { error: Some(e), .. }, _))
+            | Some((Reply::Fetched { result: Err(e), .. }, _)) => return Err(self.raise(0, &e)),
+            Some((Reply::Done { error: None, .. }, _)) => None,
+            Some((Reply::Fetched { result: Ok(v), .. }, _)) => Some(v),
+            None => {
+                return Err(Error::runtime_error(format!(
+                    "worker 0 did not answer {}",
+                    cmd.name()
+                )))
+            }
+        };
+        match st.stashed.take() {
+            Some((r, e)) => Err(self.raise(r, &e)),
+            None => Ok(value),
         }
     }
 }
