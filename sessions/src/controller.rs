@@ -15,7 +15,12 @@ use crate::transport::{LinkError, SocketLink};
 use rffi_core::error::frame;
 use rffi_core::{Error, Result};
 use std::sync::{Mutex, MutexGuard};
+
+mod host_copy;
 use std::time::{Duration, Instant};
+
+/// The most a reused frame buffer keeps between frames.
+pub(crate) const KEEP_WRITER: usize = 1 << 20;
 
 struct State {
     peers: Vec<Peer>,
@@ -199,6 +204,9 @@ impl Controller {
             cmd.encode(&mut w);
             result = self.send_frame(st, ranks, &w.buf, cmd.name());
         }
+        if w.buf.capacity() > KEEP_WRITER {
+            w.buf = Vec::new(); // a frame with a host tensor inline: not kept
+        }
         st.writer = w;
         result
     }
@@ -237,6 +245,23 @@ impl Controller {
         Ok(reg)
     }
 
+    /// The next frame from worker `rank`, waiting at most until `deadline`.
+    fn read_frame(
+        &self,
+        st: &mut State,
+        rank: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<u8>>> {
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        match st.peers[rank].link().recv(timeout) {
+            Ok(f) => Ok(f),
+            Err(LinkError::Closed) => Err(self.worker_gone(st, rank)),
+            Err(LinkError::Io(e)) => Err(Error::runtime_error(format!(
+                "reading from worker {rank} failed: {e}"
+            ))),
+        }
+    }
+
     /// Waits for `rank`'s answer to `seq`, at most until `deadline`; `Ok(None)` on timeout.
     fn wait_reply(
         &self,
@@ -246,16 +271,8 @@ impl Controller {
         deadline: Option<Instant>,
     ) -> Result<Option<Reply>> {
         loop {
-            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let frame = match st.peers[rank].link().recv(timeout) {
-                Ok(Some(f)) => f,
-                Ok(None) => return Ok(None),
-                Err(LinkError::Closed) => return Err(self.worker_gone(st, rank)),
-                Err(LinkError::Io(e)) => {
-                    return Err(Error::runtime_error(format!(
-                        "reading from worker {rank} failed: {e}"
-                    )))
-                }
+            let Some(frame) = self.read_frame(st, rank, deadline)? else {
+                return Ok(None);
             };
             let reply = Reply::decode(&frame)?;
             if reply.seq() == seq {
@@ -374,75 +391,6 @@ impl Controller {
             _ => Err(Error::runtime_error(format!(
                 "worker {rank} answered a fetch with something else"
             ))),
-        }
-    }
-
-    /// Copies between host memory at `addr` and worker 0's tensor in `reg`, in command order.
-    ///
-    /// # Safety
-    /// `addr` must be valid for `nbytes` bytes (readable, or writable when copying from the
-    /// worker) until this returns.
-    pub unsafe fn copy_worker_0(
-        &self,
-        reg: Reg,
-        addr: u64,
-        nbytes: u64,
-        to_worker: bool,
-    ) -> Result<()> {
-        self.host_copy(|seq| Command::Copy {
-            seq,
-            reg,
-            addr,
-            nbytes,
-            to_worker,
-        })
-        .map(drop)
-    }
-
-    /// Writes `data` into worker 0's tensor in `reg`, the bytes travelling in the frame (worker 0
-    /// in another process).
-    pub fn copy_in(&self, reg: Reg, data: Vec<u8>) -> Result<()> {
-        self.host_copy(|seq| Command::CopyIn { seq, reg, data })
-            .map(drop)
-    }
-
-    /// Reads worker 0's tensor in `reg` into `out`, the bytes travelling in the frame.
-    pub fn copy_out(&self, reg: Reg, out: &mut [u8]) -> Result<()> {
-        let nbytes = out.len() as u64;
-        match self.host_copy(|seq| Command::CopyOut { seq, reg, nbytes })? {
-            Some(Value::Bytes(b)) if b.len() == out.len() => {
-                out.copy_from_slice(&b);
-                Ok(())
-            }
-            _ => Err(Error::runtime_error(
-                "worker 0 answered copy_from_worker_0 with something else",
-            )),
-        }
-    }
-
-    /// Sends a host copy to worker 0 and waits for its answer: the bytes copied out, if any.
-    /// Waited for without a timeout: a copy from host memory reads an address that must outlive
-    /// it.
-    fn host_copy(&self, make: impl FnOnce(u64) -> Command) -> Result<Option<Value>> {
-        let mut st = self.usable()?;
-        let seq = Self::next_seq(&mut st);
-        let cmd = make(seq);
-        self.send_to(&mut st, &[0], &cmd)?;
-        let value = match self.wait_reply(&mut st, 0, seq, None)? {
-            Some(Reply::Done { error: Some(e), .. })
-            | Some(Reply::Fetched { result: Err(e), .. }) => return Err(self.raise(0, &e)),
-            Some(Reply::Done { error: None, .. }) => None,
-            Some(Reply::Fetched { result: Ok(v), .. }) => Some(v),
-            None => {
-                return Err(Error::runtime_error(format!(
-                    "worker 0 did not answer {}",
-                    cmd.name()
-                )))
-            }
-        };
-        match st.stashed.take() {
-            Some((r, e)) => Err(self.raise(r, &e)),
-            None => Ok(value),
         }
     }
 

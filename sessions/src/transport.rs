@@ -186,17 +186,31 @@ impl Link for ThreadLink {
     }
 }
 
+/// Frames at least this large are sent without a staging copy and received straight into a
+/// buffer of their own size (a host tensor travelling inline to a `RaySession` worker); smaller
+/// ones share one read buffer, so a burst of pipelined commands costs one read.
+const LARGE_FRAME: usize = 256 * 1024;
+
 /// A stream socket carrying frames as `u32` length + payload.
 pub struct SocketLink {
     fd: OwnedFd,
-    buf: Mutex<Vec<u8>>,
+    rx: Mutex<Received>,
+}
+
+/// What a socket has received and not yet handed out.
+#[derive(Default)]
+struct Received {
+    /// Bytes read, from the start of the next frame's length on.
+    buf: Vec<u8>,
+    /// A large frame being read into its own buffer, and its length.
+    large: Option<(Vec<u8>, usize)>,
 }
 
 impl SocketLink {
     pub fn new(fd: OwnedFd) -> SocketLink {
         SocketLink {
             fd,
-            buf: Mutex::new(Vec::new()),
+            rx: Mutex::new(Received::default()),
         }
     }
 
@@ -204,9 +218,10 @@ impl SocketLink {
         self.fd.as_raw_fd()
     }
 
-    /// Reads what is available into `buf` (`wait`: block in poll up to `timeout` first).
-    /// Returns whether bytes came.
-    fn fill(&self, buf: &mut Vec<u8>, wait: Option<Option<Duration>>) -> LinkResult<bool> {
+    /// Reads what is available into `rx` (`wait`: block in poll up to `timeout` first): into
+    /// the large frame in progress, up to its end, else into the shared buffer. Returns whether
+    /// bytes came.
+    fn fill(&self, rx: &mut Received, wait: Option<Option<Duration>>) -> LinkResult<bool> {
         if let Some(timeout) = wait {
             let mut pfd = libc::pollfd {
                 fd: self.fd.as_raw_fd(),
@@ -228,11 +243,23 @@ impl SocketLink {
                 return Ok(false);
             }
         }
+        let (buf, spare) = match &mut rx.large {
+            Some((frame, n)) => {
+                let left = *n - frame.len();
+                (frame, left)
+            }
+            None => {
+                rx.buf.reserve(64 * 1024);
+                let spare = rx.buf.capacity() - rx.buf.len();
+                (&mut rx.buf, spare)
+            }
+        };
+        if spare == 0 {
+            return Ok(false); // a complete large frame: `take_frame` hands it out
+        }
         let old = buf.len();
-        buf.reserve(64 * 1024);
-        let spare = buf.capacity() - old;
-        // SAFETY: reading into the reserved, uninitialized tail of `buf`; the length is set to
-        // what the kernel wrote.
+        // SAFETY: reading at most `spare` bytes into the uninitialized tail of `buf`, which has
+        // room for them; the length is set to what the kernel wrote.
         let n = unsafe {
             libc::recv(
                 self.fd.as_raw_fd(),
@@ -257,7 +284,16 @@ impl SocketLink {
         }
     }
 
-    fn take_frame(buf: &mut Vec<u8>) -> LinkResult<Option<Vec<u8>>> {
+    /// The next complete frame, if one has come. A large frame whose start has come moves to a
+    /// buffer of its own size, which `fill` completes.
+    fn take_frame(rx: &mut Received) -> LinkResult<Option<Vec<u8>>> {
+        if let Some((frame, n)) = &rx.large {
+            if frame.len() < *n {
+                return Ok(None);
+            }
+            return Ok(rx.large.take().map(|(f, _)| f));
+        }
+        let buf = &mut rx.buf;
         if buf.len() < 4 {
             return Ok(None);
         }
@@ -269,6 +305,14 @@ impl SocketLink {
             )));
         }
         if buf.len() < 4 + n {
+            if n >= LARGE_FRAME {
+                // The buffer holds this frame's start and nothing after it.
+                let mut frame = Vec::with_capacity(n);
+                frame.extend_from_slice(&buf[4..]);
+                buf.clear();
+                buf.shrink_to(64 * 1024);
+                rx.large = Some((frame, n));
+            }
             return Ok(None);
         }
         let frame = buf[4..4 + n].to_vec();
@@ -285,9 +329,56 @@ impl Link for SocketLink {
                 "frame too large",
             )));
         }
+        let len = (frame.len() as u32).to_le_bytes();
+        if frame.len() >= LARGE_FRAME {
+            // No staging copy: the length, then the payload (MSG_MORE: one TCP segment).
+            self.send_all(&len, libc::MSG_MORE)?;
+            return self.send_all(frame, 0);
+        }
         let mut data = Vec::with_capacity(4 + frame.len());
-        data.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        data.extend_from_slice(&len);
         data.extend_from_slice(frame);
+        self.send_all(&data, 0)
+    }
+
+    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>> {
+        let mut rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = Self::take_frame(&mut rx)? {
+            return Ok(Some(f));
+        }
+        // Spin on non-blocking reads first (see the module docs), then sleep in poll.
+        let start = Instant::now();
+        let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
+        while start.elapsed() < budget {
+            if self.fill(&mut rx, None)? {
+                if let Some(f) = Self::take_frame(&mut rx)? {
+                    return Ok(Some(f));
+                }
+            }
+        }
+        let deadline = timeout.map(|t| start + t);
+        loop {
+            let left = match deadline {
+                None => None,
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Ok(None);
+                    }
+                    Some(d - now)
+                }
+            };
+            self.fill(&mut rx, Some(left))?;
+            if let Some(f) = Self::take_frame(&mut rx)? {
+                return Ok(Some(f));
+            }
+        }
+    }
+}
+
+impl SocketLink {
+    /// Sends all of `data` (`flags` added to each send).
+    fn send_all(&self, data: &[u8], flags: i32) -> LinkResult<()> {
         let mut sent = 0;
         while sent < data.len() {
             // SAFETY: sending from a live buffer; MSG_NOSIGNAL turns a dead peer into EPIPE
@@ -297,7 +388,7 @@ impl Link for SocketLink {
                     self.fd.as_raw_fd(),
                     data[sent..].as_ptr().cast(),
                     data.len() - sent,
-                    libc::MSG_NOSIGNAL,
+                    libc::MSG_NOSIGNAL | flags,
                 )
             };
             if n < 0 {
@@ -321,40 +412,6 @@ impl Link for SocketLink {
             sent += n as usize;
         }
         Ok(())
-    }
-
-    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>> {
-        let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = Self::take_frame(&mut buf)? {
-            return Ok(Some(f));
-        }
-        // Spin on non-blocking reads first (see the module docs), then sleep in poll.
-        let start = Instant::now();
-        let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
-        while start.elapsed() < budget {
-            if self.fill(&mut buf, None)? {
-                if let Some(f) = Self::take_frame(&mut buf)? {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        let deadline = timeout.map(|t| start + t);
-        loop {
-            let left = match deadline {
-                None => None,
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Ok(None);
-                    }
-                    Some(d - now)
-                }
-            };
-            self.fill(&mut buf, Some(left))?;
-            if let Some(f) = Self::take_frame(&mut buf)? {
-                return Ok(Some(f));
-            }
-        }
     }
 }
 
