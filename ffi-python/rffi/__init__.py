@@ -48,6 +48,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "dataclasses": ("rffi.dataclasses", None),
     "shard": ("rffi.shard", None),
+    # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
+    "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
     "method": ("rffi.dataclasses", "method"),

@@ -20,7 +20,11 @@ from typing_extensions import Self, disjoint_base
 
 from . import dataclasses as dataclasses
 from . import shard as shard
+<<<<<<< HEAD
 from .dataclasses import method as method
+=======
+from ._ray import RaySession as RaySession
+>>>>>>> main
 from .session import DFunction as DFunction
 from .session import DModule as DModule
 from .session import DRef as DRef
