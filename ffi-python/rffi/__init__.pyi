@@ -20,16 +20,13 @@ from typing_extensions import Self, disjoint_base
 
 from . import dataclasses as dataclasses
 from . import shard as shard
-<<<<<<< HEAD
 from .dataclasses import method as method
-=======
-from ._ray import RaySession as RaySession
->>>>>>> main
 from .session import DFunction as DFunction
 from .session import DModule as DModule
 from .session import DRef as DRef
 from .session import ProcessSession as ProcessSession
 from .session import ThreadSession as ThreadSession
+from .session import _Session
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _E = TypeVar("_E", bound=type[BaseException])
@@ -121,6 +118,25 @@ class Map(Object, Mapping[Any, Any]):
     def keys(self) -> KeysView[Any]: ...
     def values(self) -> ValuesView[Any]: ...
     def items(self) -> ItemsView[Any, Any]: ...
+
+class RaySession(_Session):
+    """Workers as Ray actors (the optional extra `rffi[ray]`); the interface of ProcessSession."""
+
+    def __init__(
+        self,
+        num_workers: int,
+        *,
+        resources_per_worker: Mapping[str, float] | None = None,
+        address: str | None = None,
+        start_timeout: float = 120.0,
+    ) -> None: ...
+    def __enter__(self) -> RaySession: ...
+    @property
+    def actors(self) -> list[Any]: ...
+    @property
+    def worker_pids(self) -> list[int]: ...
+    @property
+    def worker_nodes(self) -> list[str]: ...
 
 class List(Object, MutableSequence[Any]):
     def __init__(self, items: Iterable[Any] = ...) -> None: ...
