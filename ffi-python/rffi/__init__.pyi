@@ -1,5 +1,6 @@
 """Type stubs for the public API of rffi."""
 
+import inspect
 from collections.abc import (
     Callable,
     ItemsView,
@@ -12,7 +13,6 @@ from collections.abc import (
     Sequence,
     ValuesView,
 )
-import inspect
 from enum import IntEnum
 from os import PathLike
 from typing import Any, SupportsIndex, TypeVar, overload
