@@ -370,7 +370,7 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         _OUT_POOL.append(slot)
 
 
-def from_dlpack(obj, /, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
+def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
     """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
     jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
     if not require_alignment and not require_contiguous and isinstance(obj, Tensor):
