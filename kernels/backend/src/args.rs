@@ -260,7 +260,13 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
             let (opts, out) = split_out(op, args, 2)?;
             let x = tensor_arg(op, args, 0, false)?;
             if let Some(v) = opts.first().filter(|v| v.type_index() == kRFFIBool) {
-                return Err(option_error(op, "axis", 1, "an int, a tuple of ints or None", v));
+                return Err(option_error(
+                    op,
+                    "axis",
+                    1,
+                    "an int, a tuple of ints or None",
+                    v,
+                ));
             }
             p.axes = parse_axes(op, opts.first(), x.ndim())?;
             if let Some(v) = opts.get(1).filter(|v| !is_none(v)) {

@@ -5,8 +5,8 @@
 //! the output, apply the backend's device guard, run the kernel. Probes and implementation
 //! installs run once per backend, at the first call that needs them (or `describe()`).
 
-use crate::backend::{Availability, Backend, Implementation, OpCall};
 use crate::args::{self, Parsed};
+use crate::backend::{Availability, Backend, Implementation, OpCall};
 use crate::op::{self, Op, OpKind};
 use crate::settings::{self, ApiSettings, EnvSettings, ScopeGuard, ScopeSettings};
 use crate::tune::{TuneTable, TuneView};
