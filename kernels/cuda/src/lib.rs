@@ -37,9 +37,18 @@ pub use rffi_kernels::{FLOATS, INTS};
 // for inspection and for compiling it where no GPU is (the kernels' Python tests check that every
 // module compiles with NVRTC on CPU-only machines). Without a family: the families of the dtype,
 // comma-separated.
-rffi_core::register_global!("kernels.cuda_source", |dtype: DataType,
-                                                    family: Option<String>|
- -> Result<String> {
+rffi_core::register_global_packed!("kernels.cuda_source", |args: &[rffi_core::AnyView<
+    '_,
+>]|
+ -> Result<rffi_core::Any> {
+    if !(1..=2).contains(&args.len()) {
+        return Err(rffi_core::Error::type_error(format!(
+            "kernels.cuda_source expects (dtype[, family]) but {} arguments were given",
+            args.len()
+        )));
+    }
+    let dtype: DataType = args[0].try_as()?;
+    let family: Option<String> = args.get(1).map(|v| v.try_as()).transpose()?.flatten();
     let dt = source::dt_of(dtype).ok_or_else(|| {
         rffi_core::Error::value_error(format!(
             "kernels.cuda_source: no CUDA module for dtype {dtype}"
@@ -51,10 +60,10 @@ rffi_core::register_global!("kernels.cuda_source", |dtype: DataType,
             .filter(|f| f.serves(&dt))
             .map(source::Family::name)
             .collect();
-        return Ok(names.join(","));
+        return Ok(rffi_core::Any::from(names.join(",")));
     };
     match source::Family::parse(&name).filter(|f| f.serves(&dt)) {
-        Some(f) => Ok(source::module_source(&dt, f)),
+        Some(f) => Ok(rffi_core::Any::from(source::module_source(&dt, f))),
         None => Err(rffi_core::Error::value_error(format!(
             "kernels.cuda_source: no {name} module for dtype {dtype}"
         ))),

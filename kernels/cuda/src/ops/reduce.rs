@@ -147,11 +147,10 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     let chunk = count.cdiv(chunks).cdiv(64).max(1) * 64;
     let chunks = if chunks > 1 { count.cdiv(chunk) } else { 1 };
     let items = (nout * chunks) as u64;
-    let main = if lanes == 0 {
-        Launch::new(kernel, items, threads)
-    } else {
-        let block = 256u64;
-        Launch::new(kernel, items.cdiv(block / lanes), block)
+    // Groups of `lanes` share blocks of 256 threads; a block-per-output kernel takes `threads`.
+    let main = match 256u64.checked_div(lanes) {
+        Some(per_block) => Launch::new(kernel, items.cdiv(per_block), 256),
+        None => Launch::new(kernel, items, threads),
     };
     let who = match lanes {
         0 => format!("a block of {threads} threads"),

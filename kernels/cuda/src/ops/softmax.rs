@@ -110,7 +110,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         why,
     };
     // Short rows: lanes of a warp per row.
-    if whole && nv >= 32 && nv <= 32 * 8 {
+    if whole && (32..=32 * 8).contains(&nv) {
         let n = pow2ceil(nv.cdiv(32));
         let k = WARP.iter().find(|w| w.0 == n).expect("n <= 8").1;
         let why =
