@@ -24,7 +24,8 @@ from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
 from ._container import Array, Map
 from ._containers_mut import Dict, List
 from ._convert import convert
-from ._dtype import DataType, Device, device, dtype
+from ._device import Device, device
+from ._dtype import DataType, dtype
 from ._error import Error, register_error
 from ._function import Function
 from ._function_registry import (
@@ -47,8 +48,13 @@ __version__ = "0.1.0"
 _LAZY = {
     "dataclasses": ("rffi.dataclasses", None),
     "shard": ("rffi.shard", None),
+    # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
+    "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
+    "DLDeviceType": ("rffi._enums", "DLDeviceType"),
+    "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
 
 
@@ -71,6 +77,8 @@ ABI_VERSION = _lib.VERSION
 __all__ = [
     "ABI_VERSION",
     "Array",
+    "DLDataTypeCode",
+    "DLDeviceType",
     "DFunction",
     "DModule",
     "DRef",
@@ -101,6 +109,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",
