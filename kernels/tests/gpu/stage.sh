@@ -18,7 +18,7 @@ dest = sys.argv[1]
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        shutil.copy(m["executable"], f"{dest}/test-{m[\"target\"][\"name\"]}")
+        shutil.copy(m["executable"], dest + "/test-" + m["target"]["name"])
 ' "$DIR"
 strip --strip-debug "$DIR"/*.so "$DIR"/test-*
 ls -la "$DIR"
