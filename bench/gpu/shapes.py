@@ -63,12 +63,16 @@ class Suite:
         self.copy_gbs = 2 * a.nbytes / timed(lambda: b.copy_(a)) / 1e6
 
     def case(self, group, name, ours, ref, nbytes, check=None):
-        if check is not None:
-            ok, detail = check()
-            if not ok:
-                print(f"  {group} {name}: RESULT MISMATCH {detail}", flush=True)
-        t_ours = timed(ours)
-        t_ref = timed(ref) if ref is not None else None
+        try:
+            if check is not None:
+                ok, detail = check()
+                if not ok:
+                    print(f"  {group} {name}: RESULT MISMATCH {detail}", flush=True)
+            t_ours = timed(ours)
+            t_ref = timed(ref) if ref is not None else None
+        except Exception as e:  # noqa: BLE001 - one failing case must not end the suite
+            print(f"  {group} {name}: ERROR {type(e).__name__}: {e}", flush=True)
+            return
         gbs = nbytes / t_ours / 1e6
         row = {
             "group": group,
