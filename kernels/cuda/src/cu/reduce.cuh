@@ -2,7 +2,8 @@
 // The host collapses the kept dims (x and out strides) and the reduced dims (x strides; the
 // last is the inner run) into RLay. Rows: a group of G lanes, or a block, per (output, chunk);
 // the run is read in 16-byte packs when contiguous. Columns: a thread per output, the reduced
-// elements strided (neighbouring outputs are neighbours in memory). Long reductions split into
+// elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
+// 16-byte loads where the layout allows. Long reductions split into
 // chunks whose partial results (Acc) a second kernel combines.
 struct __align__(16) Pack { T v[VEC]; };
 
@@ -183,6 +184,41 @@ template <int R> __device__ __forceinline__ void reduce_cols(u64 px, u64 po, u64
   }
 }
 
+// Columns walk over packs: a thread per VEC neighbouring outputs (the innermost kept dim is
+// contiguous in x, a multiple of VEC long, and every other stride a multiple of VEC, so each
+// 16-byte load is aligned), four rows of packs in flight.
+template <int R> __device__ __forceinline__ void reduce_cols_vec(u64 px, u64 po, u64 ppart, const RLay& L, i64 nout, i64 chunks, i64 chunk, i64 count) {
+  const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1], ko = L.ko[L.nk - 1];
+  i64 nq = 1;
+  for (int d = 0; d < L.nr - 1; ++d) nq *= L.rshape[d];
+  const i64 c = blockIdx.y, npk = nout / VEC;
+  for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < npk; p += (i64)gridDim.x * blockDim.x) {
+    i64 ox, oo; kept_offsets(L, p * VEC, ox, oo);
+    Acc a[VEC];
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) a[j] = acc_init<R>();
+    i64 q0 = 0, q1 = nq, lo = 0, hi = ni;
+    if (chunks > 1) { q1 = 1; lo = c * chunk; hi = lo + chunk < ni ? lo + chunk : ni; }
+    for (i64 q = q0; q < q1; ++q) {
+      const T* x = (const T*)px + ox + run_offset(L, q);
+      i64 k = lo;
+      for (; k + 3 < hi; k += 4) {
+        Pack v[4];
+        _Pragma("unroll") for (int u = 0; u < 4; ++u) v[u] = *(const Pack*)(x + (k + u) * rs);
+        _Pragma("unroll") for (int u = 0; u < 4; ++u)
+          _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v[u].v[j]), q * ni + k + u);
+      }
+      for (; k < hi; ++k) {
+        Pack v = *(const Pack*)(x + k * rs);
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v.v[j]), q * ni + k);
+      }
+    }
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+      if (chunks == 1) store_result<R>(po, oo + j * ko, a[j], count);
+      else { PAcc pa; pa.v = (double)a[j].v; pa.i = a[j].i; ((PAcc*)ppart)[c * nout + p * VEC + j] = pa; }
+    }
+  }
+}
+
 // Combines the chunks of each output: a warp per output; partial (o, c) at o * so + c * sc.
 template <int R> __device__ __forceinline__ void reduce_combine(u64 ppart, u64 po, const RLay& L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) {
   const int lane = threadIdx.x & 31;
@@ -229,6 +265,7 @@ extern "C" __global__ void NAME##_rows_4(u64 px, u64 po, u64 pp, RLay L, i64 ite
 extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 32>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
+extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_combine(u64 pp, u64 po, RLay L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) { reduce_combine<R>(pp, po, L, nout, chunks, so, sc, count); }
 
 REDUCE_OP(sum, 0)

@@ -168,19 +168,37 @@ impl Operands<'_> {
     }
 }
 
+/// The dims in the output's memory order (largest stride first): an elementwise op may visit
+/// elements in any order, so operands that share a permutation (a transposed input written into
+/// a transposed output) collapse to one contiguous run.
+fn in_output_order(ops: &Operands<'_>) -> (Vec<i64>, Vec<Vec<i64>>) {
+    let out = ops.strides[ops.strides.len() - 1];
+    let mut order: Vec<usize> = (0..ops.shape.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(out[i].unsigned_abs()));
+    let shape = order.iter().map(|&i| ops.shape[i]).collect();
+    let strides = ops
+        .strides
+        .iter()
+        .map(|s| order.iter().map(|&i| s[i]).collect())
+        .collect();
+    (shape, strides)
+}
+
 fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
     let dt = dt(call)?;
     let n = ops.numel();
     let vec = ops.vectorizable();
+    let (shape, strides) = in_output_order(ops);
+    let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
     let lay32 = if vec {
         None
     } else {
-        Lay32::new(n, ops.shape, &ops.strides)
+        Lay32::new(n, &shape, &strides)
     };
     let lay = if vec || lay32.is_some() {
         Lay::default()
     } else {
-        Lay::new(ops.shape, &ops.strides)?
+        Lay::new(&shape, &strides)?
     };
     let sms = sms(call)?;
     let tuned = Tuned::select(

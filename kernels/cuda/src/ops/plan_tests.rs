@@ -106,6 +106,7 @@ fn reduction_walk_per_shape_class() {
         nr: 1,
         rs,
         ks,
+        col_pack: 1,
     };
     // A full reduction of 256M elements: one output split over the SMs, then combined.
     let p = reduce_plan(&t, Op::Sum, class(1, 1 << 28, 1, None));
@@ -141,6 +142,18 @@ fn reduction_walk_per_shape_class() {
     let p = reduce_plan(&t, Op::Sum, class(4096, 4096, 4096, Some(1)));
     assert!(
         p.columns && p.chunks == 16 && p.main.grid == (16, 16),
+        "{p:?}"
+    );
+    let p = reduce_plan(
+        &t,
+        Op::Sum,
+        reduce::Class {
+            col_pack: 8,
+            ..class(4096, 65536, 4096, Some(1))
+        },
+    );
+    assert!(
+        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 2,
         "{p:?}"
     );
     let p = reduce_plan(&t, Op::Min, class(16, 1 << 20, 16, Some(1)));

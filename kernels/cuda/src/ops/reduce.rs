@@ -46,6 +46,10 @@ pub struct Class {
     /// The inner run's stride in x, and the innermost kept dim's (None: one output).
     pub rs: i64,
     pub ks: Option<i64>,
+    /// Outputs per 16-byte pack when the columns walk can load packs (the innermost kept dim
+    /// contiguous in x and a multiple of the pack long, every other stride a multiple of it, x
+    /// aligned); 1 otherwise.
+    pub col_pack: i64,
 }
 
 /// The rows or columns walk, and the kernels it runs.
@@ -60,7 +64,7 @@ pub struct Plan {
     pub why: String,
 }
 
-fn names(op: Op) -> [&'static str; 6] {
+fn names(op: Op) -> [&'static str; 7] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -70,6 +74,7 @@ fn names(op: Op) -> [&'static str; 6] {
                 concat!($p, "_rows_block"),
                 concat!($p, "_cols"),
                 concat!($p, "_combine"),
+                concat!($p, "_cols_vec"),
             ]
         };
     }
@@ -94,7 +99,10 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     let combine = |chunks: i64| (chunks > 1).then(|| Launch::new(k[5], (nout as u64).cdiv(8), 256));
     if columns {
         let threads = tuned.get("cols_threads", 256).clamp(32, 1024);
-        let gx = (nout as u64).cdiv(threads as u64).clamp(1, i32::MAX as u64);
+        let pack = c.col_pack.max(1);
+        let gx = ((nout / pack) as u64)
+            .cdiv(threads as u64)
+            .clamp(1, i32::MAX as u64);
         let target = sms * tuned.get("blocks_per_sm", 8).max(1);
         let mut chunks = 1;
         if c.nr == 1 && (gx as i64) < target {
@@ -103,7 +111,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         }
         let chunk = count.cdiv(chunks.max(1)).max(1);
         let chunks = count.cdiv(chunk).max(1);
-        let mut main = Launch::new(k[4], gx, threads as u64);
+        let mut main = Launch::new(if pack > 1 { k[6] } else { k[4] }, gx, threads as u64);
         main.grid.1 = chunks as u32;
         return Plan {
             main,
@@ -113,9 +121,14 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             columns: true,
             why: format!(
                 "{nout} outputs contiguous in x (stride {}) against reduced stride {}: a thread \
-                 per output{}",
+                 per {}{}",
                 c.ks.unwrap_or(0),
                 c.rs,
+                if pack > 1 {
+                    format!("{pack} outputs (16-byte loads)")
+                } else {
+                    "output".to_owned()
+                },
                 if chunks > 1 {
                     format!(", the {count} reduced elements in {chunks} chunks over grid.y")
                 } else {
@@ -246,12 +259,18 @@ pub fn layout(call: &OpCall<'_>) -> Result<(RLay, Class)> {
     for (i, &(d, s)) in rd.iter().enumerate() {
         (l.rshape[i], l.rx[i]) = (d, s);
     }
+    let v = (16 / x.dtype().bytes_per_element()) as i64;
+    let packs = kd.last().is_some_and(|&(d, sx, _)| sx == 1 && d % v == 0)
+        && super::ptr(x) % 16 == 0
+        && kd[..kd.len() - 1].iter().all(|d| d.1 % v == 0)
+        && rd.iter().all(|d| d.1 % v == 0);
     let class = Class {
         nout: kd.iter().map(|d| d.0).product(),
         count: rd.iter().map(|d| d.0).product(),
         nr: rd.len(),
         rs: rd.last().map_or(1, |d| d.1.abs()),
         ks: kd.last().map(|d| d.1.abs()),
+        col_pack: if packs { v } else { 1 },
     };
     Ok((l, class))
 }
