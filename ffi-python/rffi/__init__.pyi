@@ -3,6 +3,7 @@
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from os import PathLike
+from types import ModuleType
 from typing import Any, SupportsIndex, TypeVar, overload
 
 from . import shard as shard
@@ -12,10 +13,12 @@ from .session import DRef as DRef
 from .session import ProcessSession as ProcessSession
 from .session import ThreadSession as ThreadSession
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _E = TypeVar("_E", bound=type[BaseException])
 
 __version__: str
+# tvm-ffi's module names: the registry functions, and the error functions and classes.
+registry: ModuleType
+error: ModuleType
 LIB_PATH: str
 ABI_VERSION: tuple[int, int, int]
 
@@ -51,6 +54,9 @@ class Map(Object, Mapping[Any, Any]):
     def keys(self) -> list[Any]: ...  # type: ignore[override]
     def values(self) -> list[Any]: ...  # type: ignore[override]
     def items(self) -> list[tuple[Any, Any]]: ...  # type: ignore[override]
+
+class String(str): ...
+class Bytes(bytes): ...
 
 class Shape(tuple[int, ...]):
     def __new__(cls, dims: Iterable[int] = ...) -> Shape: ...
@@ -187,12 +193,14 @@ class Module(Object):
 
 @overload
 def register_global_func(
-    func_name: str, f: None = ..., override: bool = ...
-) -> Callable[[_F], _F]: ...
+    func_name: str | None = ..., f: None = ..., override: bool = ...
+) -> Callable[[Callable[..., Any]], Function]: ...
 @overload
-def register_global_func(func_name: str, f: _F, override: bool = ...) -> _F: ...
+def register_global_func(
+    func_name: str, f: Callable[..., Any], override: bool = ...
+) -> Function: ...
 @overload
-def register_global_func(func_name: _F) -> _F: ...
+def register_global_func(func_name: Callable[..., Any]) -> Function: ...
 @overload
 def get_global_func(name: str) -> Function: ...
 @overload
