@@ -49,8 +49,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "dataclasses": ("rffi.dataclasses", None),
     "shard": ("rffi.shard", None),
+    # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
+    "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
     # tvm-ffi's module names, for code written against them.
@@ -112,6 +115,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",

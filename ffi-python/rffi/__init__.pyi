@@ -1,12 +1,22 @@
 """Type stubs for the public API of rffi."""
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from enum import IntEnum
 from os import PathLike
 from types import ModuleType
 from typing import Any, SupportsIndex, TypeVar, overload
 
 from . import shard as shard
+from ._ray import RaySession as RaySession
 from .session import DFunction as DFunction
 from .session import DModule as DModule
 from .session import DRef as DRef
@@ -51,9 +61,9 @@ class Map(Object, Mapping[Any, Any]):
     def __getitem__(self, key: Any) -> Any: ...
     def __iter__(self) -> Iterator[Any]: ...
     def get(self, key: Any, default: Any = ...) -> Any: ...
-    def keys(self) -> list[Any]: ...  # type: ignore[override]
-    def values(self) -> list[Any]: ...  # type: ignore[override]
-    def items(self) -> list[tuple[Any, Any]]: ...  # type: ignore[override]
+    def keys(self) -> KeysView[Any]: ...
+    def values(self) -> ValuesView[Any]: ...
+    def items(self) -> ItemsView[Any, Any]: ...
 
 class String(str): ...
 class Bytes(bytes): ...

@@ -370,23 +370,11 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         _OUT_POOL.append(slot)
 
 
-# The fast path's import of the producers it handles natively; None on the ctypes path.
-# The native path's builtin: the Tensor wrapper made in one native call; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _native.builtin("from_dlpack") if FASTPATH else None
-
-
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
     """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
     jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
-    if not require_alignment and not require_contiguous:
-        if isinstance(obj, Tensor):
-            return obj
-        # Types the native call path imports (exchange API, host-memory producers whose rule is
-        # known): one C call; anything else (0) continues below, where the errors are worded.
-        if _NATIVE_FROM_DLPACK is not None:
-            t = _NATIVE_FROM_DLPACK(obj, Tensor)
-            if t is not None:
-                return t
+    if not require_alignment and not require_contiguous and isinstance(obj, Tensor):
+        return obj
     if type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:
@@ -403,6 +391,15 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
     if capsule is not obj:
         _convert.kind_of(type(obj))  # learns the type's rule: next time, natively
     return wrap_new(Tensor, h, _lib.kTensor)
+
+
+# With the fast path, `from_dlpack` is the native library's builtin: a Tensor as it is, and the
+# producers the call path imports natively (exchange API, host-memory producers whose rule is
+# known) wrapped in one native call, with no Python frame; it hands everything else (keywords,
+# capsules, types seen for the first time, errors) to the function above.
+python_from_dlpack = from_dlpack
+if FASTPATH:
+    from_dlpack = _native.builtin("from_dlpack", (Tensor, python_from_dlpack))
 
 
 # ---- Tensors as call arguments ----

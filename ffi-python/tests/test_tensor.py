@@ -207,6 +207,35 @@ def test_not_a_dlpack_producer():
         rffi.from_dlpack(3)
 
 
+def test_from_dlpack_argument_forms():
+    a = np.arange(6, dtype=np.int32)
+    for t in (
+        rffi.from_dlpack(a),
+        rffi.from_dlpack(obj=a),
+        rffi.from_dlpack(a, require_alignment=0, require_contiguous=False),
+        rffi.from_dlpack(a.__dlpack__()),
+    ):
+        assert type(t) is rffi.Tensor and np.from_dlpack(t).tolist() == list(range(6))
+    t = rffi.from_dlpack(a)
+    assert rffi.from_dlpack(t) is t
+    assert rffi.from_dlpack(t, require_contiguous=True).same_as(t) is False  # re-imported
+    with pytest.raises(TypeError):
+        rffi.from_dlpack()
+    with pytest.raises(TypeError):
+        rffi.from_dlpack(a, a)
+    with pytest.raises(TypeError):
+        rffi.from_dlpack(a, unknown=1)
+    # A numpy array stays alive as long as a Tensor made from it.
+    del t
+    gc.collect()
+    before = sys.getrefcount(a)
+    ts = [rffi.from_dlpack(a) for _ in range(100)]
+    assert sys.getrefcount(a) == before + 100
+    del ts
+    gc.collect()
+    assert sys.getrefcount(a) == before
+
+
 torch = None
 try:  # torch is optional
     import torch  # noqa: F811

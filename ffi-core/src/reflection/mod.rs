@@ -11,7 +11,9 @@ mod builtins;
 mod object_def;
 pub mod spec;
 
-pub use access::{call_method, create_object, default_of, get_field, set_field, static_method};
+pub use access::{
+    call_method, create_object, create_with_fields, default_of, get_field, set_field, static_method,
+};
 pub use object_def::{FieldValue, Mut, Obj, ObjectDef, ObjectHeader};
 
 use crate::abi::*;
@@ -194,6 +196,10 @@ pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<
             "method `{name}` of `{key}` must be a Function, not {}",
             method.view().type_name()
         )));
+    }
+    // Errors inside the method name it by its type (`my.Point.norm`), unless it has a name.
+    if let Ok(f) = method.try_as::<Function>() {
+        f.set_name(&format!("{key}.{name}"));
     }
     let mut m = *info;
     with_entry_mut(type_index, |entry, w| {
