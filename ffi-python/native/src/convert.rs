@@ -371,31 +371,29 @@ pub(super) unsafe fn plain_to_python(api: &Api, v: &RFFIAny) -> Option<PyObj> {
 }
 
 /// `f(x, y)`, stealing `x` and `y`: `Some` of the call's result (NULL when it raised), or `None`
-/// when `f` was not called (a NULL argument from a failed conversion, or no tuple: a Python
-/// error is set).
+/// when `f` was not called (a NULL argument from a failed conversion: a Python error is set).
 ///
 /// # Safety
 /// GIL held.
 pub(super) unsafe fn call2(api: &Api, f: PyObj, x: PyObj, y: PyObj) -> Option<PyObj> {
-    // SAFETY: GIL held; the tuple steals both references.
+    // SAFETY: GIL held; both references are ours and released here.
     unsafe {
-        let tuple = if x.is_null() || y.is_null() {
-            std::ptr::null_mut()
+        let r = if x.is_null() || y.is_null() {
+            None
         } else {
-            (api.PyTuple_New)(2)
+            let argv = [x, y];
+            Some((api.PyObject_VectorcallDict)(
+                f,
+                argv.as_ptr(),
+                2,
+                std::ptr::null_mut(),
+            ))
         };
-        if tuple.is_null() {
-            for o in [x, y] {
-                if !o.is_null() {
-                    (api.Py_DecRef)(o);
-                }
+        for o in [x, y] {
+            if !o.is_null() {
+                (api.Py_DecRef)(o);
             }
-            return None;
         }
-        (api.PyTuple_SetItem)(tuple, 0, x);
-        (api.PyTuple_SetItem)(tuple, 1, y);
-        let r = (api.PyObject_CallObject)(f, tuple);
-        (api.Py_DecRef)(tuple);
-        Some(r)
+        r
     }
 }

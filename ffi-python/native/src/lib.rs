@@ -19,8 +19,8 @@
 //! conversion rules (and their error messages) stay in one place.
 //!
 //! Everything here runs with the GIL held (the entry points are called from the interpreter or
-//! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
-//! `release_gil` is false.
+//! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function
+//! keeps it (see `gil` and `call`), and the callbacks, which take it back (`gil`).
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
 
 mod builtins;
@@ -29,6 +29,7 @@ mod callback;
 mod convert;
 mod cpython;
 mod function_type;
+mod gil;
 mod object_type;
 pub mod runtime;
 mod tensors;
