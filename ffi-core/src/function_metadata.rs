@@ -5,10 +5,14 @@
 //!
 //! The metadata text is tvm-ffi's: a JSON object whose `type_schema` is itself a JSON string
 //! (`{"type_schema": "{\"type\":\"ffi.Function\",\"args\":[...]}"}`), plus `doc` and
-//! `arg_names` where known.
+//! `arg_names` where known, and rffi's `"nonblocking"`: `true` for a function that returns
+//! promptly, waits for no other thread and calls no function it is given, `"with_arguments"` for
+//! one that also calls the Functions passed as its arguments, on the calling thread (see
+//! `function_registry::Nonblocking`; the runtime's own such functions say so, others may attach
+//! it), which lets a binding keep its interpreter lock during the call.
 
 use crate::error::{Error, Result};
-use crate::function_registry::{get_global_func, register_builtin};
+use crate::function_registry::{get_global_func, register_builtin, Nonblocking};
 use crate::schema::{json_quote, parse_json, JsonValue, TypeSchema};
 use std::sync::{OnceLock, RwLock};
 
@@ -65,10 +69,16 @@ pub fn get_global_func_metadata(name: &str) -> Option<String> {
         return Some(m.to_string());
     }
     let f = get_global_func(name)?;
-    Some(match f.signature() {
-        Some(s) => format!(r#"{{"type_schema":{}}}"#, json_quote(&s.to_json())),
-        None => "{}".to_owned(),
-    })
+    let mut entries = Vec::new();
+    if let Some(s) = f.signature() {
+        entries.push(format!(r#""type_schema":{}"#, json_quote(&s.to_json())));
+    }
+    match crate::function_registry::declared_nonblocking(&f) {
+        Nonblocking::No => {}
+        Nonblocking::Yes => entries.push(r#""nonblocking":true"#.to_owned()),
+        Nonblocking::WithArguments => entries.push(r#""nonblocking":"with_arguments""#.to_owned()),
+    }
+    Some(format!("{{{}}}", entries.join(",")))
 }
 
 /// `name(a: int, b: float) -> str` from a function schema and optional argument names.

@@ -2,16 +2,19 @@
 //! call the function, convert the result; anything the native path leaves alone goes to the
 //! package's Python call path.
 //!
-//! The GIL is released around the native function (see `gil`) unless the Function keeps it:
-//! its `release_gil` is false (the package sets that for functions declared non-blocking), or it
-//! is a Function made from a Python callable, whose body is our callback trampoline running
-//! Python code, which needs the GIL at once and gives it up itself wherever Python would.
+//! The GIL is released around the native function (see `gil`) unless the call keeps it: the
+//! Function's `release_gil` is false (the package sets that for functions declared non-blocking
+//! and for Functions made from Python callables), or it is declared non-blocking with its
+//! arguments and every Function argument of this call keeps the GIL or is a Python callable.
+//! Python code behind our callback trampoline needs the GIL at once and gives it up itself
+//! wherever Python would, as when CPython's own C functions (`sorted`, `map`) call Python
+//! callbacks with the GIL held.
 
 use super::convert::{call2, pack, plain_to_python, Packed, MAX_ARGS};
 use super::cpython::*;
 use super::function_type::fields;
 use super::tensors::Imports;
-use super::{callback, gil, object_type};
+use super::{gil, object_type};
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -230,8 +233,8 @@ unsafe fn call(
     let has_kw = !kwnames.is_null() && unsafe { (api.PyTuple_Size)(kwnames) } != 0;
     // SAFETY: instances of the Function type use the wrapper storage (checked when it was made).
     let handle = unsafe { object_type::fields(callable) }.handle;
-    // SAFETY: a non-zero handle of a Function wrapper is a live Function object.
-    let release = fields(h, callable).release_gil != 0 && !unsafe { callback::is_python(handle) };
+    let policy = fields(h, callable);
+    let mut release = policy.release_gil != 0;
     if has_kw || n > MAX_ARGS || handle == 0 {
         // SAFETY: forwarded.
         return unsafe { forward(api, h.fallback, Some(callable), args, n, kwnames) };
@@ -243,7 +246,11 @@ unsafe fn call(
     let mut imports = Imports::new(h.rt);
     // SAFETY: GIL held; `n` live arguments.
     match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
-        Packed::Ready => {}
+        Packed::Ready { blocking_function } => {
+            if policy.gil_with_arguments != 0 && !blocking_function {
+                release = false;
+            }
+        }
         Packed::Python { error: true } => return std::ptr::null_mut(),
         // SAFETY: GIL held, the failing thread.
         Packed::Runtime => return unsafe { raise_runtime_error(api, h) },

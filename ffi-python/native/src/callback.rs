@@ -39,24 +39,6 @@ pub(super) unsafe fn function_from_callable(
     out
 }
 
-/// Whether the Function object `handle` is one of these (a Python callable behind our
-/// trampoline): its safe-call entry is `call`, a non-generic function with one symbol, so the
-/// address this library hands to the runtime is the address compared here.
-///
-/// # Safety
-/// `handle` is 0 or a live Function object.
-#[inline(always)]
-pub(super) unsafe fn is_python(handle: i64) -> bool {
-    let obj = handle as usize as *const RFFIObject;
-    if obj.is_null() {
-        return false;
-    }
-    // SAFETY: a Function object's cell follows its header (the ABI layout).
-    let entry = unsafe { (*obj.add(1).cast::<RFFIFunctionCell>()).safe_call };
-    type Entry = unsafe extern "C" fn(*mut c_void, *const RFFIAny, i32, *mut RFFIAny) -> i32;
-    entry.is_some_and(|f| std::ptr::fn_addr_eq(f, call as Entry))
-}
-
 /// The deleter: drops the Function's reference to the callable (taking the GIL; nothing once
 /// the interpreter is gone).
 unsafe extern "C" fn release(ctx: *mut c_void) {

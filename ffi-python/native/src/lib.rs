@@ -159,7 +159,8 @@ pub unsafe extern "C" fn rffi_python_make_object_storage() -> *mut c_void {
 /// multiple of 8; the native fields follow it), and `hooks` a dict of the package's functions
 /// and facts by name (`fallback`, `take_raised`, `decode`, `table`, `resolve`, `decoders`,
 /// `classes`, `decode_arg`, `write_owned`, `callback_failed`; see [`Hooks`] and the package's
-/// `rffi/_native.py`). Instances add the members `release_gil` and `__vectorcalloffset__`.
+/// `rffi/_native.py`). Instances add the members `release_gil`, `_gil_with_arguments` and
+/// `__vectorcalloffset__`.
 /// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
