@@ -216,6 +216,19 @@ def test_results_of_each_kind(testing):
     assert echo(abs)(-3) == 3
 
 
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_convert_gives_what_a_call_gives(kind, testing):
+    for v in SAMPLES[kind]:
+        converted, echoed = rffi.convert(v), testing.echo(v)
+        assert _plain(converted) == _plain(echoed), v
+        if isinstance(echoed, str) and not isinstance(echoed, rffi.dtype):
+            assert type(converted) is rffi.String  # text comes back as the runtime's String
+        elif isinstance(echoed, bytes):
+            assert type(converted) is rffi.Bytes
+        else:
+            assert type(converted) is type(echoed), v
+
+
 @pytest.mark.parametrize("value, exc", REFUSED)
 def test_both_paths_refuse_the_same_values(value, exc, testing):
     with pytest.raises(exc):

@@ -10,13 +10,13 @@ use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor;
 use crate::transport::{Link, LinkError};
 use rffi_core::abi::*;
+use rffi_core::error::catch_panic;
 use rffi_core::{
     get_global_func, register_global, Any, Array, DataType, Error, Function, Map, Module, Result,
     Shape, Tensor,
 };
 use std::cell::Cell;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 thread_local! {
     static CURRENT: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
@@ -178,11 +178,9 @@ impl Worker {
             | Command::Empty { reg, .. } => Some(*reg),
             _ => None,
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(cmd, fds)));
-        let err = match outcome {
-            Ok(Ok(step)) => return step,
-            Ok(Err(e)) => e,
-            Err(payload) => Error::from_panic(payload),
+        let err = match catch_panic(|| self.run(cmd, fds)).and_then(|r| r) {
+            Ok(step) => return step,
+            Err(e) => e,
         };
         // The result register of a failed command is cleared, so a later use of it names the
         // failure instead of reading a stale value.
