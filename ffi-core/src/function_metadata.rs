@@ -49,6 +49,8 @@ pub fn check_metadata(metadata: &str) -> Result<()> {
                 })?;
                 TypeSchema::from_json(text)?;
             }
+            let declared = kv.iter().find(|(k, _)| k == "nonblocking").map(|(_, v)| v);
+            Nonblocking::from_metadata(declared)?;
             Ok(())
         }
         Ok(_) => Err(Error::value_error(
@@ -81,6 +83,25 @@ pub fn get_global_func_metadata(name: &str) -> Option<String> {
     Some(format!("{{{}}}", entries.join(",")))
 }
 
+/// What the global function `name` declares about blocking (its metadata's `"nonblocking"`),
+/// without rendering the metadata; `None` if the name is not registered.
+pub fn global_func_nonblocking(name: &str) -> Option<Nonblocking> {
+    if crate::plugin::is_plugin() {
+        let f = get_global_func("ffi.GetGlobalFuncNonblocking")?;
+        let code = f.call(&[name.into()]).ok()?.try_as::<i64>().ok()?;
+        return Some(Nonblocking::from_code(code));
+    }
+    if let Some(m) = table().read().unwrap_or_else(|e| e.into_inner()).get(name) {
+        // Checked when attached, so it parses and its value is one of the three.
+        let meta = parse_json(m).ok()?;
+        return Some(
+            Nonblocking::from_metadata(meta.get("nonblocking")).unwrap_or(Nonblocking::No),
+        );
+    }
+    let f = get_global_func(name)?;
+    Some(crate::function_registry::declared_nonblocking(&f))
+}
+
 /// `name(a: int, b: float) -> str` from a function schema and optional argument names.
 pub fn render_signature(name: &str, schema: &TypeSchema, arg_names: &[String]) -> String {
     match schema {
@@ -103,6 +124,17 @@ register_builtin!(
     "ffi.GetGlobalFuncMetadata",
     |name: String| -> Result<String> {
         get_global_func_metadata(&name)
+            .ok_or_else(|| Error::key_error(format!("no global function `{name}`")))
+    }
+);
+
+// What `ffi.GetGlobalFuncMetadata` says under `"nonblocking"`, as a number: 0 (may block), 1
+// (non-blocking), 2 (non-blocking with its arguments); see `Nonblocking`.
+register_builtin!(
+    "ffi.GetGlobalFuncNonblocking",
+    |name: String| -> Result<i64> {
+        global_func_nonblocking(&name)
+            .map(|n| n as i64)
             .ok_or_else(|| Error::key_error(format!("no global function `{name}`")))
     }
 );

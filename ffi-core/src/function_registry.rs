@@ -25,17 +25,43 @@ pub struct StaticFunction {
 /// interpreter lock (the Python package: the GIL) during a call of a non-blocking function;
 /// the function's metadata says so (`"nonblocking"`), for bindings and for readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i64)]
 pub enum Nonblocking {
     /// Nothing declared: the function may block (the default).
-    No,
+    No = 0,
     /// The function returns promptly, without waiting for anything another thread does (no
     /// sleep, I/O, lock another thread may hold, or join), and calls no function it is given.
     /// Metadata: `"nonblocking": true`.
-    Yes,
+    Yes = 1,
     /// As `Yes`, except that it calls Functions passed directly as its arguments, on the calling
     /// thread (as `testing.apply` does): a call is non-blocking when they are. Metadata:
     /// `"nonblocking": "with_arguments"`.
-    WithArguments,
+    WithArguments = 2,
+}
+
+impl Nonblocking {
+    /// The declaration a metadata value of `"nonblocking"` states (`None`: the key is absent).
+    pub fn from_metadata(value: Option<&crate::schema::JsonValue>) -> Result<Nonblocking> {
+        use crate::schema::JsonValue;
+        match value {
+            None | Some(JsonValue::Bool(false)) => Ok(Nonblocking::No),
+            Some(JsonValue::Bool(true)) => Ok(Nonblocking::Yes),
+            Some(JsonValue::Str(s)) if s == "with_arguments" => Ok(Nonblocking::WithArguments),
+            Some(other) => Err(Error::value_error(format!(
+                "metadata `nonblocking` must be true, false or \"with_arguments\", not {}",
+                other.to_json()
+            ))),
+        }
+    }
+
+    /// From its number (`as i64`); anything else is `No`.
+    pub fn from_code(code: i64) -> Nonblocking {
+        match code {
+            1 => Nonblocking::Yes,
+            2 => Nonblocking::WithArguments,
+            _ => Nonblocking::No,
+        }
+    }
 }
 
 inventory::collect!(StaticFunction);

@@ -161,11 +161,32 @@ fn nonblocking_declarations_are_in_the_metadata() {
         get_global_func_metadata("test_schema.echo_alias").unwrap(),
         "{}"
     );
-    // Anyone may declare a function by attaching the key.
-    set_global_func_metadata("test_schema.echo_alias", r#"{"nonblocking":true}"#).unwrap();
-    assert!(get_global_func_metadata("test_schema.echo_alias")
+    // Anyone may declare a function by attaching the key; other values are refused.
+    let declared = |name: &str| {
+        let f = get_global_func("ffi.GetGlobalFuncNonblocking").unwrap();
+        f.call(&[name.into()]).unwrap().try_as::<i64>().unwrap()
+    };
+    assert_eq!(declared("test_schema.echo_alias"), 0);
+    set_global_func_metadata("test_schema.echo_alias", r#"{"nonblocking": true}"#).unwrap();
+    assert_eq!(declared("test_schema.echo_alias"), 1);
+    set_global_func_metadata(
+        "test_schema.echo_alias",
+        r#"{"doc": "x", "nonblocking": "with_arguments"}"#,
+    )
+    .unwrap();
+    assert_eq!(declared("test_schema.echo_alias"), 2);
+    let e =
+        set_global_func_metadata("test_schema.echo_alias", r#"{"nonblocking": 1}"#).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert_eq!(declared("test_schema.echo_alias"), 2);
+    assert_eq!(declared("testing.nop"), 1);
+    assert_eq!(declared("testing.apply"), 2);
+    assert_eq!(declared("testing.raise_error"), 0);
+    let missing = get_global_func("ffi.GetGlobalFuncNonblocking")
         .unwrap()
-        .contains("nonblocking"));
+        .call(&["test_schema.nothing".into()])
+        .unwrap_err();
+    assert_eq!(missing.kind(), "KeyError");
 }
 
 #[test]

@@ -51,29 +51,23 @@ def get_global_func(name: str, allow_missing: bool = False):
     return f
 
 
-_METADATA = []  # the function that reads a global function's metadata, once looked up
-_json = None  # imported on first use: `import rffi` does not need it
+_NONBLOCKING = []  # `ffi.GetGlobalFuncNonblocking`, once looked up
+# Its answers: 0 may block, 1 non-blocking, 2 non-blocking with its arguments.
+_DECLARED = (False, True, "with_arguments")
 
 
 def declared_nonblocking(name: str):
-    """What the metadata of the global function ``name`` declares: ``True`` when it is
-    non-blocking (it returns promptly, waits for no other thread and calls nothing it is given:
-    its calls keep the GIL), ``"with_arguments"`` when it is so except that it calls the Functions
-    passed as its arguments (its calls keep the GIL when those do, or run Python code), else
-    False."""
-    if not _METADATA:
-        _METADATA.append(wrap_function(_lookup("ffi.GetGlobalFuncMetadata"), None))
+    """What the metadata of the global function ``name`` declares under ``"nonblocking"``:
+    ``True`` when it is non-blocking (it returns promptly, waits for no other thread and calls
+    nothing it is given: its calls keep the GIL), ``"with_arguments"`` when it is so except that
+    it calls the Functions passed as its arguments (its calls keep the GIL when those do, or are
+    Python callables), else False."""
+    if not _NONBLOCKING:
+        _NONBLOCKING.append(wrap_function(_lookup("ffi.GetGlobalFuncNonblocking"), None))
     try:
-        text = _METADATA[0](name)
-    except Exception:  # removed meanwhile, or metadata the runtime cannot give: not declared
+        return _DECLARED[_NONBLOCKING[0](name)]
+    except Exception:  # removed meanwhile: not declared
         return False
-    if '"nonblocking"' not in text:
-        return False
-    global _json
-    if _json is None:
-        import json as _json
-    declared = _json.loads(text).get("nonblocking")
-    return declared if declared is True or declared == "with_arguments" else False
 
 
 def register_global_func(func_name=None, f=None, override: bool = False):
