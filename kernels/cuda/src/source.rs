@@ -1,4 +1,5 @@
-//! The CUDA C++ source of the kernels (`src/cu/*.cuh`), one module per dtype and family of ops,
+//! The CUDA C++ source of the kernels (`src/cu/*.cuh`: `common`, the dtype's prelude, `packs`,
+//! then the family's file), one module per dtype and family of ops,
 //! compiled with NVRTC at first use: a call to `add` compiles the elementwise kernels of its
 //! dtype only.
 //!
@@ -189,10 +190,11 @@ pub fn module_source(dt: &Dt, family: Family) -> String {
         _ => String::new(),
     };
     format!(
-        "{}\n{}#define VEC {}\n{arith}{red}{}",
+        "{}\n{}#define VEC {}\n{arith}{red}{}\n{}",
         include_str!("cu/common.cuh"),
         prelude(dt),
         dt.vec,
+        include_str!("cu/packs.cuh"),
         family.body()
     )
 }

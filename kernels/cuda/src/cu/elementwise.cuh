@@ -2,7 +2,6 @@
 // thread, over a grid sized from the SM count (the host's launch), then a scalar tail. Other
 // layouts (strided, transposed, broadcast with stride 0): one element per step, offsets from
 // the collapsed shape by 32-bit multiply-high division where the tensor allows it.
-struct __align__(16) Pack { T v[VEC]; };
 
 // Each step a block reads 4 blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
 // neighbouring blocks read neighbouring memory, and each thread has four loads in flight.

@@ -6,9 +6,7 @@
 // - norm_warp_N: a warp per row, N 16-byte packs a lane (contiguous aligned rows);
 // - norm_block_PK: a block per row (up to 512 threads), PK packs a thread;
 // - norm_rows: a block per row, any length and strides (the row read twice).
-struct __align__(16) Pack { T v[VEC]; };
 
-__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) { offsets2(L, r, ox, oo); }
 
 // Element k of the output from x's value v.
 __device__ __forceinline__ C norm_one(C v, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb) {
@@ -104,12 +102,6 @@ template <int PK, int OPK> __device__ __forceinline__ void norm_block(u64 px, u6
   }
 }
 
-// The elements before x + lo reaches a 16-byte boundary, at most hi - lo.
-__device__ __forceinline__ i64 peel(const T* x, i64 lo, i64 hi) {
-  i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
-  i64 head = mis ? VEC - mis : 0;
-  return head < hi - lo ? head : hi - lo;
-}
 
 // A block per row, any length: the row read twice; 16-byte packs after peeling to alignment when
 // the row is contiguous in x and out at the same alignment (`vec`).

@@ -5,7 +5,6 @@
 // elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
 // 16-byte loads where the layout allows. Long reductions split into
 // chunks whose partial results (Acc) a second kernel combines.
-struct __align__(16) Pack { T v[VEC]; };
 
 struct RLay { int nk; int nr; i64 kshape[MAXD]; i64 kx[MAXD]; i64 ko[MAXD]; i64 rshape[MAXD]; i64 rx[MAXD]; };
 
@@ -87,9 +86,7 @@ template <int R> __device__ __forceinline__ void store_result(u64 po, i64 oo, Ac
 template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
   if (vec && rs == 1) {
     // Peel to a 16-byte boundary, then packs, then the tail.
-    i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
-    i64 head = mis ? VEC - mis : 0;
-    if (head > hi - lo) head = hi - lo;
+    i64 head = peel(x, lo, hi);
     for (i64 k = lo + lane; k < lo + head; k += lanes) acc_merge<R>(a, (ACC)ld(x[k]), base + k);
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);

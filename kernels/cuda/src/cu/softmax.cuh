@@ -10,9 +10,7 @@
 // - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
 //   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
 // A NaN anywhere makes the row NaN, and a row of -inf is NaN, as in PyTorch.
-struct __align__(16) Pack { T v[VEC]; };
 
-__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) { offsets2(L, r, ox, oo); }
 
 // (max, sum of exp(x - max)) pairs, merged.
 __device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
@@ -51,12 +49,6 @@ __device__ __forceinline__ void block_ms(C& m, C& s) {
   }
 }
 
-// The elements before x + lo reaches a 16-byte boundary, at most hi - lo.
-__device__ __forceinline__ i64 peel(const T* x, i64 lo, i64 hi) {
-  i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
-  i64 head = mis ? VEC - mis : 0;
-  return head < hi - lo ? head : hi - lo;
-}
 
 // This thread's running pair over elements [lo, hi) of a row (block-strided).
 __device__ __forceinline__ void ms_fold(const T* x, i64 sx, i64 lo, i64 hi, int vec, C& m, C& s) {
