@@ -43,7 +43,10 @@ register_builtin!("testing.test_raise_error", raise_error);
 
 // A typed Device parameter: what a caller's argument (a Device, or a string naming one)
 // arrives as.
-register_builtin!("testing.schema_id_device", |d: crate::Device| -> crate::Device { d });
+register_builtin!(
+    "testing.schema_id_device",
+    |d: crate::Device| -> crate::Device { d }
+);
 
 register_builtin!("testing.object_use_count", |obj: ObjectRef| -> i64 {
     // The argument holds one reference of its own for the duration of the call.
