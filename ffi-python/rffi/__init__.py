@@ -21,6 +21,7 @@ passed.
 from __future__ import annotations
 
 from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
 from ._convert import convert
@@ -54,6 +55,7 @@ _LAZY = {
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
     "method": ("rffi.dataclasses", "method"),
+    "testing": ("rffi.testing", None),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
     # tvm-ffi's module names, for code written against them.
@@ -105,6 +107,7 @@ __all__ = [
     "TypeSchema",
     "__version__",
     "convert",
+    "convert_func",
     "dataclasses",
     "device",
     "dtype",
@@ -121,5 +124,6 @@ __all__ = [
     "register_object",
     "remove_global_func",
     "shard",
+    "testing",
     "type_info",
 ]

@@ -22,6 +22,7 @@ from typing_extensions import Self
 
 from . import dataclasses as dataclasses
 from . import shard as shard
+from . import testing as testing
 from .dataclasses import method as method
 from .session import DFunction as DFunction
 from .session import DModule as DModule
@@ -60,6 +61,7 @@ __all__ = [
     "TypeSchema",
     "__version__",
     "convert",
+    "convert_func",
     "dataclasses",
     "device",
     "dtype",
@@ -76,6 +78,7 @@ __all__ = [
     "register_object",
     "remove_global_func",
     "shard",
+    "testing",
     "type_info",
 ]
 
@@ -94,6 +97,7 @@ class Object:
     def type_index(self) -> int: ...
     @property
     def type_key(self) -> str: ...
+    def __chandle__(self) -> int: ...
     def same_as(self, other: object) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
@@ -352,6 +356,7 @@ def from_dlpack(
     obj: Any, *, require_alignment: int = ..., require_contiguous: bool = ...
 ) -> Tensor: ...
 def convert(value: Any) -> Any: ...
+def convert_func(func: Callable[..., Any], tensor_cls: type | None = ...) -> Function: ...
 @overload
 def register_error(kind: _E) -> _E: ...
 @overload
