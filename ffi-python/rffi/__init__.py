@@ -24,7 +24,8 @@ from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
 from ._container import Array, Map
 from ._containers_mut import Dict, List
 from ._convert import convert
-from ._dtype import DataType, Device, device, dtype
+from ._device import Device, device
+from ._dtype import DataType, dtype
 from ._error import Error, register_error
 from ._function import Function
 from ._function_registry import (
@@ -57,6 +58,8 @@ _LAZY = {
     "shard": ("rffi.shard", None),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "DLDeviceType": ("rffi._enums", "DLDeviceType"),
+    "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
 
 
@@ -79,6 +82,8 @@ ABI_VERSION = _lib.VERSION
 __all__ = [
     "ABI_VERSION",
     "Array",
+    "DLDataTypeCode",
+    "DLDeviceType",
     "DFunction",
     "DModule",
     "DRef",

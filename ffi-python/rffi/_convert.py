@@ -2,8 +2,20 @@
 
 ``TABLE`` maps a Python type (exact type) to a ``Kind``: the rule that turns its values into rffi
 values. A type not in the table is resolved once by ``kind_of``, which walks ``RULES`` in order
-(the subclasses of the known value types first, then the protocols: ``__dlpack__``,
-``__rffi_value__``, sequences, mappings, callables) and caches the answer in ``TABLE``.
+(the subclasses of the known value types first, then the protocols, sequences, mappings,
+callables) and caches the answer in ``TABLE``.
+
+The protocols an object may offer to stand for an rffi value (each also under tvm-ffi's spelling,
+``__tvm_ffi_<name>__``, so classes written for tvm-ffi convert unchanged):
+
+* ``__rffi_object__()``: an rffi ``Object`` (a ``Tensor``, a ``Function``, ...) it wraps;
+* ``__dlpack__``: a DLPack producer, passed as a ``Tensor`` without a copy;
+* ``__cuda_stream__()``: a CUDA stream ``(version, handle)``, passed as the handle (a pointer);
+* ``__rffi_value__()``: any convertible value (itself possibly offering a protocol);
+* ``__rffi_int__()``, ``__rffi_float__()``: an int or a float;
+* ``__rffi_opaque_ptr__()``: an address (int or ``ctypes.c_void_p``), passed as a pointer;
+* ``__dlpack_data_type__()`` (and numpy's and torch's dtypes): a dtype;
+* ``__dlpack_device__()`` (and ``torch.device``): a device.
 
 Every path reads this table: the ctypes call path (``_fill``), the native call path (which reads
 ``TABLE`` from Rust and converts the kinds with a native code itself, handing the others to the
@@ -19,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import numbers
+import operator
 import struct
 import threading
 import types
@@ -27,7 +40,8 @@ from collections.abc import Mapping
 from . import _layout as L
 from . import _lib
 from ._decode import decode_frame_result
-from ._dtype import DataType, Device
+from ._device import Device, device
+from ._dtype import DataType
 from ._error import error_from_exception, take_raised_exception
 from ._frame import ARGS, SCRATCH, bytes_address, scratch
 from ._object import Object, wrap_new
@@ -152,11 +166,16 @@ def _set_dtype(v, fr, i):
     q[i + 1] = v._code | (v._bits << 8) | (v._lanes << 16)
 
 
+def _set_dtype_like(v, fr, i):
+    _set_dtype(DataType(v), fr, i)
+
+
+def _set_device_like(v, fr, i):
+    _set_device(device(v), fr, i)
+
+
 def _set_void_p(v, fr, i):
-    p = v.value or 0
-    q = fr[1]
-    q[i] = _lib.kOpaquePtr
-    q[i + 1] = p - _U64 if p > I64_MAX else p
+    _set_address(v.value or 0, fr, i)
 
 
 def _set_made(obj, fr, i):
@@ -195,16 +214,95 @@ def _set_dlpack(v, fr, i):
     return _tensor.set_dlpack(v, fr, i)
 
 
-def _set_value(v, fr, i):
-    """``__rffi_value__()``: the object stands for the value it returns."""
-    x = v.__rffi_value__()
-    kind = TABLE.get(type(x)) or kind_of(type(x))
-    if kind is VALUE:
+# ---- Protocols ----
+
+
+def _protocol(name: str):
+    """The two spellings of a protocol method: rffi's ``__rffi_<name>__`` and tvm-ffi's."""
+    return (f"__rffi_{name}__", f"__tvm_ffi_{name}__")
+
+
+_P_OBJECT, _P_VALUE, _P_INT, _P_FLOAT, _P_OPAQUE_PTR = (
+    _protocol(n) for n in ("object", "value", "int", "float", "opaque_ptr")
+)
+# A value protocol whose values keep offering it is a cycle past this many steps.
+_MAX_VALUE_STEPS = 64
+
+
+def _offers(names):
+    return lambda t: hasattr(t, names[0]) or hasattr(t, names[1])
+
+
+def _call(v, names):
+    """Calls ``v``'s method of a protocol, under whichever spelling it has."""
+    method = getattr(v, names[0], None)
+    return method() if method is not None else getattr(v, names[1])()
+
+
+def _set_object_protocol(v, fr, i):
+    """``__rffi_object__()``: the object stands for the rffi Object it returns."""
+    x = _call(v, _P_OBJECT)
+    if not isinstance(x, Object):
         raise TypeError(
-            f"{type(v).__name__}.__rffi_value__() returned a {type(x).__name__}, which has an "
-            "__rffi_value__ itself"
+            f"{type(v).__name__}.{_P_OBJECT[0]}() must return an rffi Object, "
+            f"got {type(x).__name__}"
         )
-    return (kind.setter(x, fr, i), x)  # `x` too: the slot may borrow from it
+    _set_object(x, fr, i)
+    return x  # alive until the call returns
+
+
+def _set_value(v, fr, i):
+    """``__rffi_value__()``: the object stands for the value it returns (which may offer the
+    protocol again: it is followed to a value of another kind)."""
+    x = v
+    for _ in range(_MAX_VALUE_STEPS):
+        x = _call(x, _P_VALUE)
+        kind = TABLE.get(type(x)) or kind_of(type(x))
+        if kind is not VALUE:
+            return (kind.setter(x, fr, i), x)  # `x` too: the slot may borrow from it
+    raise TypeError(
+        f"{type(v).__name__}.{_P_VALUE[0]}() still gives a value with that method after "
+        f"{_MAX_VALUE_STEPS} steps (a cycle?)"
+    )
+
+
+def _set_int_protocol(v, fr, i):
+    _set_int(operator.index(_call(v, _P_INT)), fr, i)
+
+
+def _set_float_protocol(v, fr, i):
+    _set_float(float(_call(v, _P_FLOAT)), fr, i)
+
+
+def _set_address(p, fr, i):
+    q = fr[1]
+    q[i] = _lib.kOpaquePtr
+    q[i + 1] = p - _U64 if p > I64_MAX else p
+
+
+def _address(x, what) -> int:
+    """An address given as an int or a ``ctypes.c_void_p``."""
+    if isinstance(x, ctypes.c_void_p):
+        return x.value or 0
+    p = operator.index(x)
+    if not 0 <= p < _U64:
+        raise ValueError(f"{what} gave {p}, which is not an address")
+    return p
+
+
+def _set_opaque_ptr_protocol(v, fr, i):
+    x = _call(v, _P_OPAQUE_PTR)
+    _set_address(_address(x, f"{type(v).__name__}.{_P_OPAQUE_PTR[0]}()"), fr, i)
+
+
+def _set_cuda_stream(v, fr, i):
+    """``__cuda_stream__()`` (the CUDA array interface's): ``(version, handle)``."""
+    x = v.__cuda_stream__()
+    if not isinstance(x, tuple) or len(x) != 2:
+        raise TypeError(
+            f"{type(v).__name__}.__cuda_stream__() must return (version, handle), got {x!r}"
+        )
+    _set_address(_address(x[1], f"{type(v).__name__}.__cuda_stream__()"), fr, i)
 
 
 # ---- The table ----
@@ -226,12 +324,19 @@ KINDS = {
         Kind("truth", PYTHON, _set_bool),
         Kind("index", PYTHON, _set_int),
         Kind("real", PYTHON, _set_float),
+        Kind("object_protocol", PYTHON, _set_object_protocol),
         Kind("dlpack", DLPACK, _set_dlpack),
+        Kind("cuda_stream", PYTHON, _set_cuda_stream),
         Kind("value", PYTHON, _set_value),
+        Kind("int_protocol", PYTHON, _set_int_protocol),
+        Kind("float_protocol", PYTHON, _set_float_protocol),
+        Kind("opaque_ptr_protocol", PYTHON, _set_opaque_ptr_protocol),
         Kind("sequence", PYTHON, _set_sequence),
         Kind("mapping", PYTHON, _set_mapping),
         Kind("pointer", PYTHON, _set_void_p),
         Kind("exception", PYTHON, _set_exception),
+        Kind("dtype_like", PYTHON, _set_dtype_like),
+        Kind("device_like", PYTHON, _set_device_like),
         Kind("callable", CALLABLE, _set_callable),
         Kind("opaque", PYTHON, _set_opaque),
     )
@@ -243,8 +348,18 @@ def _is_numpy_bool(t) -> bool:
     return t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")
 
 
-def _has(name):
-    return lambda t: hasattr(t, name)
+def _is_foreign_dtype(t) -> bool:
+    """numpy's and torch's dtype classes (checked by name: neither is imported for this)."""
+    root = t.__module__.partition(".")[0]
+    if root == "torch":
+        return t.__name__ == "dtype"
+    return root == "numpy" and any(
+        c.__name__ == "dtype" and c.__module__ == "numpy" for c in t.__mro__
+    )
+
+
+def _is_torch_device(t) -> bool:
+    return t.__module__ == "torch" and t.__name__ == "device"
 
 
 def _defines_call(t) -> bool:
@@ -267,12 +382,19 @@ RULES = (
     ("str", lambda t: issubclass(t, str)),
     ("bytes", lambda t: issubclass(t, bytes)),
     ("buffer", lambda t: issubclass(t, (bytearray, memoryview))),
+    ("object_protocol", _offers(_P_OBJECT)),
     ("dlpack", lambda t: hasattr(t, "__dlpack__") or hasattr(t, "__dlpack_c_exchange_api__")),
-    ("value", _has("__rffi_value__")),
+    ("cuda_stream", lambda t: hasattr(t, "__cuda_stream__")),
+    ("value", _offers(_P_VALUE)),
+    ("int_protocol", _offers(_P_INT)),
+    ("float_protocol", _offers(_P_FLOAT)),
+    ("opaque_ptr_protocol", _offers(_P_OPAQUE_PTR)),
     ("sequence", lambda t: issubclass(t, (list, tuple))),
     ("mapping", lambda t: issubclass(t, (dict, Mapping))),
     ("pointer", lambda t: issubclass(t, ctypes.c_void_p)),
     ("exception", lambda t: issubclass(t, BaseException)),
+    ("dtype_like", lambda t: _is_foreign_dtype(t) or hasattr(t, "__dlpack_data_type__")),
+    ("device_like", lambda t: _is_torch_device(t) or hasattr(t, "__dlpack_device__")),
     ("callable", _defines_call),
     ("opaque", lambda t: True),
 )

@@ -14,7 +14,8 @@ import struct
 
 from . import _layout as L
 from . import _lib
-from ._dtype import DataType, Device
+from ._device import Device
+from ._dtype import DataType
 from ._object import CLASS_OF_INDEX, Object, header_type_index, wrap_new
 from ._shape import Shape
 
@@ -106,7 +107,7 @@ def decode_pod(ti: int, ln: int, p: int):
     if ti == _lib.kDataType:
         return DataType._from_fields(p & 0xFF, (p >> 8) & 0xFF, (p >> 16) & 0xFFFF)
     if ti == _lib.kDevice:
-        return Device(p & _M32, (p >> 32) & _M32)
+        return Device._from_fields(p & _M32, (p >> 32) & _M32)
     if ti == _lib.kRawStr:
         return _string_at(p, -1).decode("utf-8") if p else None
     if ti == _lib.kByteArrayPtr:

@@ -1,8 +1,13 @@
-"""``Device`` and ``DataType``: plain values (no native object behind them).
+"""``dtype`` (also ``DataType``): an element type, a ``str`` that knows its DLPack fields.
 
-Device names follow the runtime's (and tvm-ffi's) spelling, so ``str(device)`` round-trips through
-C and Rust. Data types are parsed and printed by the runtime itself (``RFFIDataTypeFromString`` /
-``RFFIDataTypeToString``), so the grammar is the runtime's; results are cached per string.
+A dtype is the string the user wrote (``str(rffi.dtype("f32")) == "f32"``, as numpy-style code
+expects a dtype to print), carrying the DLPack type code, bits and lanes it names. Strings are
+parsed by the runtime itself (``RFFIDataTypeFromString``), after the short aliases below are
+spelled out, and fields are printed by it (``RFFIDataTypeToString``): the grammar is the runtime's.
+Parses and prints are cached.
+
+Equality and hashing go by the fields: ``dtype("f32") == dtype("float32") == "float32"``, and a
+dtype hashes as its canonical name, so it finds the entries of dicts keyed by canonical strings.
 """
 
 from __future__ import annotations
@@ -13,149 +18,75 @@ import struct
 from . import _layout as L
 from . import _lib
 
-# DLPack device types and their canonical names, in DLPack order (as the runtime prints them).
-_DEVICE_NAMES = {
-    1: "cpu",
-    2: "cuda",
-    3: "cuda_host",
-    4: "opencl",
-    7: "vulkan",
-    8: "metal",
-    9: "vpi",
-    10: "rocm",
-    11: "rocm_host",
-    12: "ext_dev",
-    13: "cuda_managed",
-    14: "oneapi",
-    15: "webgpu",
-    16: "hexagon",
-    17: "maia",
-    18: "trn",
+# Short names: a letter (or two) and the bits, `x<lanes>` allowed after them (`f32x4`).
+_SHORT_PREFIXES = {"f": "float", "bf": "bfloat", "i": "int", "u": "uint", "c": "complex"}
+# Whole-word names of other libraries (torch's, C's) for the runtime's.
+_WORD_ALIASES = {
+    "half": "float16",
+    "double": "float64",
+    "short": "int16",
+    "long": "int64",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "bool_": "bool",
 }
-# Other spellings accepted when parsing (never printed).
-_DEVICE_ALIASES = {"gpu": 2, "cl": 4, "llvm": 1, "hip": 10, "mtl": 8}
-_DEVICE_TYPES = {name: ty for ty, name in _DEVICE_NAMES.items()}
-_DEVICE_TYPES.update(_DEVICE_ALIASES)
 
-_I32_MAX = 2**31 - 1
+# DLPack type codes (the enum with names is rffi._enums.DLDataTypeCode).
+_INT, _UINT, _FLOAT, _HANDLE, _BFLOAT, _COMPLEX, _BOOL = range(7)
+_FIRST_LOW_PRECISION_FLOAT, _LAST_LOW_PRECISION_FLOAT = 7, 17
 
 
-class Device:
-    """Where data lives: a DLPack device type and an index (``rffi.device("cuda", 1)``)."""
-
-    __slots__ = ("_device_type", "_index")
-
-    def __init__(self, device_type: int, index: int = 0):
-        if device_type not in _DEVICE_NAMES:
-            raise ValueError(f"unknown DLPack device type {device_type!r}")
-        if not isinstance(index, int) or not 0 <= index <= _I32_MAX:
-            raise ValueError(f"device index must be an int in 0..{_I32_MAX}, got {index!r}")
-        self._device_type = int(device_type)
-        self._index = int(index)
-
-    @property
-    def type(self) -> str:
-        """The device type's name: ``"cpu"``, ``"cuda"``, ..."""
-        return _DEVICE_NAMES[self._device_type]
-
-    @property
-    def index(self) -> int:
-        return self._index
-
-    def dlpack_device_type(self) -> int:
-        """The DLPack device type code (``kDLCUDA == 2``)."""
-        return self._device_type
-
-    def __dlpack_device__(self) -> tuple:
-        return (self._device_type, self._index)
-
-    def __str__(self) -> str:
-        return f"{self.type}:{self._index}"
-
-    def __repr__(self) -> str:
-        return f"device(type={self.type!r}, index={self._index})"
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, Device):
-            return self._device_type == other._device_type and self._index == other._index
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except ValueError:
-                return False
-            return self == other
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((Device, self._device_type, self._index))
-
-    def __reduce__(self):
-        return (Device, (self._device_type, self._index))
+def _spell_out(text: str) -> str:
+    """The runtime's spelling of a short or foreign name (``i32`` -> ``int32``), else ``text``."""
+    word = _WORD_ALIASES.get(text)
+    if word is not None:
+        return word
+    head = text[:2] if text[:2] == "bf" else text[:1]
+    name = _SHORT_PREFIXES.get(head)
+    if name is None:
+        return text
+    bits, sep, lanes = text[len(head) :].partition("x")
+    if bits.isdigit() and bits.isascii() and (not sep or (lanes.isdigit() and lanes.isascii())):
+        return f"{name}{bits}{sep}{lanes}"
+    return text
 
 
-def device(device_type, index=None) -> Device:
-    """Makes a ``Device``: ``device("cuda:1")``, ``device("cuda", 1)``, ``device(2, 1)``, or from a
-    torch device or anything with ``__dlpack_device__``."""
-    if isinstance(device_type, Device):
-        if index is not None and index != device_type.index:
-            return Device(device_type.dlpack_device_type(), index)
-        return device_type
-    if isinstance(device_type, str):
-        text = device_type
-        name, sep, rest = text.partition(":")
-        if sep:
-            if index is not None:
-                raise ValueError(f"device {text!r} already has an index; do not pass index={index}")
-            if not rest.isdigit() or not rest.isascii():
-                raise ValueError(f"invalid device {text!r}: the index must be a non-negative int")
-            index = int(rest)
-        ty = _DEVICE_TYPES.get(name)
-        if ty is None:
-            raise ValueError(
-                f"unknown device name {name!r} in {text!r}; expected one of "
-                f"{', '.join(_DEVICE_NAMES.values())} (or alias {', '.join(_DEVICE_ALIASES)})"
-            )
-        return Device(ty, 0 if index is None else index)
-    if isinstance(device_type, int) and not isinstance(device_type, bool):
-        return Device(device_type, 0 if index is None else index)
-    # torch.device: its str() is "cuda:1" or "cpu".
-    if type(device_type).__module__ == "torch" and type(device_type).__name__ == "device":
-        d = device(device_type.type, device_type.index if index is None else index)
-        return d
-    dl = getattr(device_type, "__dlpack_device__", None)
-    if dl is not None:
-        ty, idx = dl()
-        return Device(int(ty), int(idx) if index is None else index)
-    raise TypeError(f"cannot make a device from {type(device_type).__name__} {device_type!r}")
-
-
-_DTYPE_CACHE: dict = {}
+_PARSED: dict = {}
+_PRINTED: dict = {}
+_CACHE_MAX = 4096
 _Any16 = ctypes.c_char * 16  # held here: ctypes caches array types only weakly
-_DTYPE_STR_CACHE: dict = {}
 _unpack_any = struct.Struct("<iIq").unpack_from
 _unpack_ba = struct.Struct("<QQ").unpack_from
 
 
-def _parse_dtype(text: str) -> tuple:
-    cached = _DTYPE_CACHE.get(text)
+def _parse(text: str) -> tuple:
+    """(code, bits, lanes) of a dtype string; a ValueError names what is wrong."""
+    cached = _PARSED.get(text)
     if cached is not None:
         return cached
-    raw = text.encode("utf-8")
+    spelled = _spell_out(text)
+    raw = spelled.encode("utf-8")
     ba = _lib.ByteArray(ctypes.cast(ctypes.c_char_p(raw), ctypes.c_void_p).value, len(raw))
     out = _lib.DLDataType()
     if _lib.DataTypeFromString(ctypes.byref(ba), ctypes.byref(out)) != 0:
-        from ._error import raise_last_error
+        from ._error import take_raised_exception
 
-        raise_last_error()
+        if spelled == text:
+            raise take_raised_exception()
+        try:
+            raise take_raised_exception()
+        except ValueError as e:
+            raise ValueError(f"invalid dtype {text!r} (short for {spelled!r}): {e}") from None
     value = (out.code, out.bits, out.lanes)
-    if len(_DTYPE_CACHE) < 4096:
-        _DTYPE_CACHE[text] = value
+    if len(_PARSED) < _CACHE_MAX:
+        _PARSED[text] = value
     return value
 
 
-def _print_dtype(code: int, bits: int, lanes: int) -> str:
+def _print(code: int, bits: int, lanes: int) -> str:
+    """The runtime's name for the fields (a ValueError for fields that name no type)."""
     key = (code, bits, lanes)
-    cached = _DTYPE_STR_CACHE.get(key)
+    cached = _PRINTED.get(key)
     if cached is not None:
         return cached
     dt = _lib.DLDataType(code, bits, lanes)
@@ -173,41 +104,128 @@ def _print_dtype(code: int, bits: int, lanes: int) -> str:
         _lib.ObjectDecRef(payload)
     else:  # pragma: no cover - the runtime always returns a string here
         raise RuntimeError(f"RFFIDataTypeToString returned type index {ti}")
-    if len(_DTYPE_STR_CACHE) < 4096:
-        _DTYPE_STR_CACHE[key] = text
+    if len(_PRINTED) < _CACHE_MAX:
+        _PRINTED[key] = text
     return text
 
 
-class DataType:
-    """An element type: DLPack type code, bits and lanes (``rffi.dtype("float32")``).
+class _Answer:
+    """A yes/no property that also answers when called: ``dt.is_float`` and ``dt.is_float()``
+    both read as the bool (attribute style as torch's dtypes, call style as TVM's)."""
 
-    Compares equal to another ``DataType`` with the same fields and to its string form.
+    __slots__ = ("_v",)
+
+    def __init__(self, value: bool):
+        self._v = value
+
+    def __bool__(self) -> bool:
+        return self._v
+
+    def __call__(self) -> bool:
+        return self._v
+
+    def __eq__(self, other) -> bool:
+        return self._v == (other._v if isinstance(other, _Answer) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._v)
+
+    def __repr__(self) -> str:
+        return repr(self._v)
+
+
+_YES, _NO = _Answer(True), _Answer(False)
+
+
+def _foreign_name(value):
+    """The runtime's name of a numpy/ml_dtypes/torch dtype, or None for other values."""
+    t = value if isinstance(value, type) else type(value)
+    root = t.__module__.partition(".")[0]
+    is_dtype = any(c.__name__ == "dtype" for c in type(value).__mro__)
+    if root == "torch":  # torch.float32 -> "float32"
+        return str(value).rpartition(".")[2] if is_dtype else None
+    # numpy.dtype('float32'), numpy.float32, ml_dtypes.int4 (not arrays: they have a dtype).
+    if root in ("numpy", "ml_dtypes") and (is_dtype or isinstance(value, type)):
+        import numpy as np  # only reached with a numpy value in hand
+
+        try:
+            return np.dtype(value).name
+        except TypeError:
+            return None
+    return None
+
+
+class dtype(str):
+    """An element type: ``rffi.dtype("float32")``, ``rffi.dtype("f32x4")``,
+    ``rffi.dtype(numpy.float16)``, ``rffi.dtype(torch.bfloat16)``.
+
+    Accepts the runtime's names (``int8``, ``float16x4``, ``bool``, ``float8_e4m3fn``, ...), the
+    short names ``f16 f32 f64 bf16 i8 i16 i32 i64 u8 u16 u32 u64 c64 c128`` (any width the long
+    name takes, lanes too: ``i4``, ``f32x4``), ``half``/``double``/``short``/``long``, numpy and
+    torch dtypes, another dtype, and anything with ``__dlpack_data_type__``. ``str()`` gives the
+    string as written (the canonical name for the non-string forms).
     """
 
     __slots__ = ("_code", "_bits", "_lanes")
 
-    def __init__(self, text: str):
-        if not isinstance(text, str):
-            raise TypeError(f"DataType expects a str such as 'float32', got {type(text).__name__}")
-        self._code, self._bits, self._lanes = _parse_dtype(text)
+    def __new__(cls, value):
+        if isinstance(value, dtype):
+            return value if type(value) is cls else cls._from_fields(*value.__dlpack_data_type__())
+        if isinstance(value, str):
+            fields = _parse(value)
+            self = str.__new__(cls, value)
+            self._code, self._bits, self._lanes = fields
+            return self
+        dl = getattr(value, "__dlpack_data_type__", None)
+        if dl is not None:
+            code, bits, lanes = dl()
+            return cls.from_dlpack_data_type((code, bits, lanes))
+        name = _foreign_name(value)
+        if name is None:
+            raise TypeError(
+                f"cannot make a dtype from {type(value).__name__} {value!r}: expected a str "
+                "such as 'float32', a numpy or torch dtype, or an object with "
+                "__dlpack_data_type__"
+            )
+        return cls(name)
 
     @classmethod
-    def _from_fields(cls, code: int, bits: int, lanes: int) -> DataType:
-        self = cls.__new__(cls)
+    def _from_fields(cls, code: int, bits: int, lanes: int) -> dtype:
+        """A dtype of runtime fields (already valid), spelled canonically."""
+        self = str.__new__(cls, _print(code, bits, lanes))
         self._code, self._bits, self._lanes = code, bits, lanes
         return self
 
+    @classmethod
+    def from_dlpack_data_type(cls, fields) -> dtype:
+        """The dtype of a DLPack ``(type code, bits, lanes)`` triple (a ValueError if it names
+        no type)."""
+        code, bits, lanes = (int(x) for x in fields)
+        if not (0 <= code <= 0xFF and 0 <= bits <= 0xFF and 0 <= lanes <= 0xFFFF):
+            raise ValueError(f"invalid DLPack data type {tuple(fields)!r}: a field out of range")
+        try:
+            _print(code, bits, lanes)  # the runtime checks the fields
+        except ValueError as e:
+            raise ValueError(f"invalid DLPack data type {(code, bits, lanes)!r}: {e}") from None
+        return cls._from_fields(code, bits, lanes)
+
+    def __dlpack_data_type__(self) -> tuple:
+        """``(type code, bits, lanes)``, DLPack's ``DLDataType``."""
+        return (self._code, self._bits, self._lanes)
+
     @property
     def type_code(self) -> int:
-        """The DLPack type code (``kDLFloat == 2``)."""
+        """The DLPack type code (``DLDataTypeCode.kDLFloat == 2``)."""
         return self._code
 
     @property
     def bits(self) -> int:
+        """Bits per lane."""
         return self._bits
 
     @property
     def lanes(self) -> int:
+        """Number of lanes (1 for a scalar)."""
         return self._lanes
 
     @property
@@ -215,51 +233,97 @@ class DataType:
         """Bytes per element (all lanes), rounded up."""
         return (self._bits * self._lanes + 7) // 8
 
-    def __str__(self) -> str:
-        return _print_dtype(self._code, self._bits, self._lanes)
+    @property
+    def is_bool(self) -> _Answer:
+        """Whether this is ``bool``."""
+        return _YES if self._code == _BOOL else _NO
+
+    @property
+    def is_integer(self) -> _Answer:
+        """Whether this is a signed or unsigned integer type (``int*``, ``uint*``)."""
+        return _YES if self._code in (_INT, _UINT) else _NO
+
+    @property
+    def is_float(self) -> _Answer:
+        """Whether this is a floating-point type: ``float*``, ``bfloat16`` and the 8/6/4-bit
+        formats (``float8_e4m3fn``, ...)."""
+        floating = self._code in (_FLOAT, _BFLOAT) or (
+            _FIRST_LOW_PRECISION_FLOAT <= self._code <= _LAST_LOW_PRECISION_FLOAT
+        )
+        return _YES if floating else _NO
+
+    @property
+    def is_handle(self) -> _Answer:
+        """Whether this is ``handle`` (an opaque pointer; ``void`` is not one)."""
+        return _YES if self._code == _HANDLE and self._bits != 0 else _NO
+
+    def with_lanes(self, lanes: int) -> dtype:
+        """The same element type with ``lanes`` lanes."""
+        if isinstance(lanes, bool) or not isinstance(lanes, int) or not 1 <= lanes <= 0xFFFF:
+            raise ValueError(f"lanes must be an int in 1..65535, got {lanes!r}")
+        return type(self)._from_fields(self._code, self._bits, lanes)
+
+    def to_numpy(self):
+        """The ``numpy.dtype`` of this element type (``ml_dtypes`` supplies bfloat16, the 8/6/4-bit
+        floats and int4/int2 when it is installed). A TypeError for a type numpy has no dtype of."""
+        import numpy as np
+
+        name = self._canonical()
+        if self._lanes == 1:
+            try:
+                return np.dtype(name)
+            except TypeError:
+                pass
+            try:
+                import ml_dtypes
+            except ImportError:
+                ml_dtypes = None
+            if ml_dtypes is not None and hasattr(ml_dtypes, name):
+                return np.dtype(getattr(ml_dtypes, name))
+        raise TypeError(f"numpy has no dtype for {name}")
+
+    def to_torch(self):
+        """The ``torch.dtype`` of this element type; a TypeError for a type torch has not."""
+        import torch
+
+        name = self._canonical()
+        found = getattr(torch, name, None) if self._lanes == 1 else None
+        if not isinstance(found, torch.dtype):
+            raise TypeError(f"torch has no dtype for {name}")
+        return found
+
+    def _canonical(self) -> str:
+        return _print(self._code, self._bits, self._lanes)
 
     def __repr__(self) -> str:
-        return f"dtype({str(self)!r})"
+        return f"dtype({str.__str__(self)!r})"
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, DataType):
+        if isinstance(other, dtype):
             return (self._code, self._bits, self._lanes) == (other._code, other._bits, other._lanes)
         if isinstance(other, str):
             try:
-                return (self._code, self._bits, self._lanes) == _parse_dtype(other)
+                return (self._code, self._bits, self._lanes) == _parse(other)
             except Exception:
                 return False
-        return NotImplemented
+        name = _foreign_name(other)
+        if name is None:
+            return NotImplemented
+        try:
+            return (self._code, self._bits, self._lanes) == _parse(name)
+        except Exception:
+            return False
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return hash((DataType, self._code, self._bits, self._lanes))
+        return hash(self._canonical())
 
     def __reduce__(self):
-        return (DataType, (str(self),))
+        return (dtype, (str.__str__(self),))
 
 
-# numpy's and torch's names that differ from the runtime's.
-_FOREIGN_DTYPE_NAMES = {"bool_": "bool", "half": "float16", "float": "float32", "double": "float64"}
-
-
-def dtype(value) -> DataType:
-    """Makes a ``DataType`` from a string (``"float32"``, ``"int8x4"``), a numpy or torch dtype, or
-    anything with ``__dlpack_data_type__``."""
-    if isinstance(value, DataType):
-        return value
-    if isinstance(value, str):
-        return DataType(value)
-    dl = getattr(value, "__dlpack_data_type__", None)
-    if dl is not None:
-        code, bits, lanes = dl()
-        return DataType._from_fields(int(code), int(bits), int(lanes))
-    module = (value if isinstance(value, type) else type(value)).__module__
-    if module == "torch":  # torch.float32 -> "float32"
-        name = str(value).rsplit(".", 1)[-1]
-        return DataType(_FOREIGN_DTYPE_NAMES.get(name, name))
-    if module.startswith("numpy"):  # numpy.dtype('float32') or numpy.float32
-        import numpy as np  # only reached with a numpy value in hand
-
-        name = np.dtype(value).name
-        return DataType(_FOREIGN_DTYPE_NAMES.get(name, name))
-    raise TypeError(f"cannot make a dtype from {type(value).__name__} {value!r}")
+#: The runtime's name for the same class (``rffi.DataType is rffi.dtype``).
+DataType = dtype

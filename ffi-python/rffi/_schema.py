@@ -61,7 +61,8 @@ class TypeSchema:
         """From a Python annotation: ``int``, ``Optional[str]``, ``list[float]``,
         ``Dict[str, int]``, ``Tuple[int, str]``, ``Union[...]``, ``Callable``, ``Any``, rffi
         classes (``rffi.Tensor``, ``rffi.Device``, registered object classes)."""
-        from ._dtype import DataType, Device
+        from ._device import Device
+        from ._dtype import DataType
         from ._tensor import Tensor
 
         if annotation is inspect.Parameter.empty or annotation is typing.Any:

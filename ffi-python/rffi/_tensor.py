@@ -15,7 +15,8 @@ import sys
 
 from . import _convert, _lib, _native
 from . import _layout as L
-from ._dtype import DataType, Device
+from ._device import Device
+from ._dtype import DataType
 from ._dtype import dtype as _dtype
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
 from ._function import FASTPATH
@@ -86,7 +87,7 @@ class Tensor(Object):
     @property
     def device(self) -> Device:
         d = self._dl()
-        return Device(d[1], d[2])
+        return Device._from_fields(d[1], d[2])
 
     @property
     def numel(self) -> int:

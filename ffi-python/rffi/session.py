@@ -19,7 +19,7 @@ import sys
 import weakref
 
 from ._ccl import _Collectives
-from ._dtype import device as _device
+from ._device import device as _device
 from ._dtype import dtype as _dtype
 from ._function_registry import get_global_func, register_global_func
 

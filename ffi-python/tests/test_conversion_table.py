@@ -46,6 +46,20 @@ class HasValue:
         return self.value
 
 
+def offering(method):
+    """A class whose instances offer ``method`` (protocols are looked up on the type)."""
+    return type(method.strip("_"), (), {method: lambda self: self.value, "__init__": _init})
+
+
+def _init(self, value):
+    self.value = value
+
+
+class SelfValue:
+    def __rffi_value__(self):
+        return self
+
+
 class Frozen(collections.abc.Mapping):
     def __init__(self, d):
         self._d = d
@@ -88,7 +102,20 @@ SAMPLES = {
     "index": [np.int32(7), np.uint8(200)],
     "real": [np.float32(1.5), fractions.Fraction(1, 4)],
     "dlpack": [np.arange(4, dtype=np.int16)],
-    "value": [HasValue(5), HasValue("via __rffi_value__"), HasValue([1, 2])],
+    "value": [HasValue(5), HasValue("via __rffi_value__"), HasValue([1, 2]), HasValue(HasValue(1))],
+    "object_protocol": [
+        offering("__rffi_object__")(rffi.Array([1, 2])),
+        offering("__tvm_ffi_object__")(rffi.Map({"k": 1})),
+    ],
+    "cuda_stream": [offering("__cuda_stream__")((0, 0x1000))],
+    "int_protocol": [offering("__rffi_int__")(7), offering("__tvm_ffi_int__")(np.int64(-3))],
+    "float_protocol": [offering("__rffi_float__")(0.5), offering("__tvm_ffi_float__")(2)],
+    "opaque_ptr_protocol": [
+        offering("__rffi_opaque_ptr__")(0x10),
+        offering("__tvm_ffi_opaque_ptr__")(ctypes.c_void_p(0x20)),
+    ],
+    "dtype_like": [np.dtype("int8"), offering("__dlpack_data_type__")((2, 16, 1))],
+    "device_like": [offering("__dlpack_device__")((2, 3))],
     "sequence": [[1, 2], (3, "a"), []],
     "mapping": [{"a": 1, 2: "b"}, Frozen({"k": 1.5})],
     "pointer": [ctypes.c_void_p(0x1234)],
@@ -103,7 +130,13 @@ REFUSED = [
     (-(2**70), OverflowError),
     (np.uint64(2**64 - 1), OverflowError),
     ("\ud800 lone surrogate", UnicodeEncodeError),
-    (HasValue(HasValue(1)), TypeError),
+    (SelfValue(), TypeError),
+    (offering("__rffi_object__")(5), TypeError),
+    (offering("__cuda_stream__")(5), TypeError),
+    (offering("__rffi_opaque_ptr__")(-1), ValueError),
+    (offering("__rffi_int__")(1.5), TypeError),
+    (offering("__dlpack_data_type__")((2, 33, 1)), ValueError),
+    (offering("__dlpack_device__")((99, 0)), ValueError),
 ]
 
 
@@ -170,7 +203,12 @@ def test_results_of_each_kind(testing):
     echo = testing.echo
     assert echo(Color.RED) == 3 and type(echo(Color.RED)) is int
     assert echo(MyStr("sub")) == "sub" and echo(np.float64(0.25)) == 0.25
-    assert list(echo(HasValue([1, 2]))) == [1, 2]
+    assert list(echo(HasValue([1, 2]))) == [1, 2] and echo(HasValue(HasValue(1))) == 1
+    assert echo(offering("__cuda_stream__")((0, 0x1000))).value == 0x1000
+    assert echo(offering("__tvm_ffi_int__")(np.int64(-3))) == -3
+    assert echo(offering("__tvm_ffi_opaque_ptr__")(ctypes.c_void_p(0x20))).value == 0x20
+    assert echo(np.dtype("int8")) == rffi.dtype("int8")
+    assert echo(offering("__dlpack_device__")((2, 3))) == rffi.device("cuda:3")
     assert echo(np.bool_(True)) is True and echo(np.int32(7)) == 7
     assert echo(fractions.Fraction(1, 4)) == 0.25
     assert echo(rffi.Shape((2, 3))) == (2, 3)

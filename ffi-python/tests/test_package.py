@@ -7,8 +7,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import rffi
 
 PKG = pathlib.Path(rffi.__file__).parent
@@ -74,46 +72,6 @@ def test_library_is_inside_the_package_or_chosen_by_env():
 def test_version():
     assert rffi.__version__ == "0.1.0"
     assert rffi.ABI_VERSION[0] == 0
-
-
-def test_device():
-    d = rffi.device("cuda", 1)
-    assert d.type == "cuda" and d.index == 1 and d.dlpack_device_type() == 2
-    assert str(d) == "cuda:1" and repr(d) == "device(type='cuda', index=1)"
-    assert d == rffi.device("cuda:1") == "cuda:1"
-    assert hash(d) == hash(rffi.device("cuda:1"))
-    assert rffi.device("cpu") == rffi.device(1, 0)
-    assert rffi.device("gpu:0").type == "cuda"
-    assert len({rffi.device("cpu"), rffi.device("cpu:0"), rffi.device("cuda")}) == 2
-    for bad in ("tpu", "cuda:x", "cuda:-1", ""):
-        with pytest.raises(ValueError):
-            rffi.device(bad)
-    with pytest.raises(ValueError, match="already has an index"):
-        rffi.device("cuda:1", 2)
-    with pytest.raises(TypeError):
-        rffi.device(1.5)
-
-
-def test_dtype():
-    t = rffi.dtype("float32")
-    assert str(t) == "float32" and repr(t) == "dtype('float32')"
-    assert t.bits == 32 and t.lanes == 1 and t.type_code == 2 and t.itemsize == 4
-    assert t == rffi.dtype("float32") == "float32" and t != "int32"
-    assert hash(t) == hash(rffi.DataType("float32"))
-    v = rffi.dtype("int8x4")
-    assert v.lanes == 4 and str(v) == "int8x4"
-    assert rffi.dtype("bfloat16").type_code == 4
-    with pytest.raises(ValueError, match="notatype"):
-        rffi.dtype("notatype")
-    with pytest.raises(TypeError):
-        rffi.dtype(3)
-
-
-def test_dtype_from_numpy():
-    np = pytest.importorskip("numpy")
-    assert rffi.dtype(np.float32) == "float32"
-    assert rffi.dtype(np.dtype("int64")) == "int64"
-    assert rffi.dtype(np.dtype("bool")) == "bool"
 
 
 def test_object_reprs(testing):
