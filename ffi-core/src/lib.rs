@@ -91,6 +91,7 @@ mod builtins;
 pub mod call_depth;
 #[doc(hidden)] // the C ABI's implementation: use the C header or this crate's safe API
 pub mod capi;
+pub mod checked_call;
 pub mod containers;
 pub mod device;
 pub mod dtype;

@@ -159,11 +159,19 @@ fn type_info_carries_docs_flags_defaults_and_schemas() {
     let meta = unsafe { &*info.metadata };
     let doc = text(&meta.doc);
     assert_eq!(doc, b"A shape for tests.\nSecond doc line.");
-    assert_eq!(
-        meta.total_size, 0,
-        "the runtime never allocates a Rust type"
+    // Reflection reports the real size; the runtime still never allocates a Rust type itself.
+    assert_eq!(meta.total_size as usize, core::mem::size_of::<Shape>());
+    let e = create_object(si).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert!(
+        e.message()
+            .contains("declared in Rust cannot be created generically"),
+        "{}",
+        e.message()
     );
-    assert_eq!(create_object(si).unwrap_err().kind(), "TypeError");
+    // SAFETY: registry entries.
+    let square_size = unsafe { (*type_info(Square::type_index()).unwrap().metadata).total_size };
+    assert_eq!(square_size as usize, core::mem::size_of::<Square>());
     let name = find_field(si, b"name").unwrap();
     let doc = text(&name.doc);
     assert_eq!(doc, b"Its name.");
@@ -350,5 +358,88 @@ fn builtin_test_types_from_the_function_registry() {
     assert_eq!(
         get_field(&p3, "label").unwrap().try_as::<String>().unwrap(),
         "3d"
+    );
+}
+
+#[test]
+fn frozen_value_type_fields_are_set_only_when_the_object_is_made() {
+    let register = get_global_func("ffi.TypeRegisterValueType").unwrap();
+    let fields = r#"[{"name":"id","type_schema":"{\"type\":\"int\"}","frozen":true},
+                     {"name":"note","type_schema":"{\"type\":\"ffi.String\"}"}]"#;
+    let ti = register
+        .call(&["test_reflection.Frozen".into(), Any::none(), fields.into()])
+        .unwrap()
+        .try_as::<i64>()
+        .unwrap() as i32;
+    // SAFETY: registry entries.
+    let size = unsafe { (*type_info(ti).unwrap().metadata).total_size };
+    assert_eq!(size, 24 + 2 * 16);
+    let id = find_field(ti, b"id").unwrap();
+    assert_eq!(id.flags & kRFFIFieldFlagBitMaskWritable, 0);
+    let note = find_field(ti, b"note").unwrap();
+    assert_ne!(note.flags & kRFFIFieldFlagBitMaskWritable, 0);
+
+    let describe = |i: usize| format!("Frozen() value #{i}");
+    let obj = rffi_core::reflection::create_with_fields(
+        ti,
+        &[
+            ("id", Any::from(7i64).view()),
+            ("note", Any::from("n").view()),
+        ],
+        &describe,
+    )
+    .unwrap();
+    assert_eq!(get_field(&obj, "id").unwrap().try_as::<i64>().unwrap(), 7);
+    let e = set_field(&obj, "id", &Any::from(8i64).view()).unwrap_err();
+    assert_eq!(e.kind(), "AttributeError");
+    assert!(e
+        .message()
+        .contains("`id` of `test_reflection.Frozen`: it is frozen"));
+    set_field(&obj, "note", &Any::from("m").view()).unwrap();
+    // A value that does not fit names what the caller described, and both types.
+    let e = rffi_core::reflection::create_with_fields(
+        ti,
+        &[("id", Any::from("seven").view())],
+        &describe,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert_eq!(e.message(), "Frozen() value #0: expected int, got str");
+
+    // The packed builtin that generated constructors call: positions name the arguments.
+    let init = get_global_func("ffi.ObjectCreateInit").unwrap();
+    let args: Vec<Any> = vec![
+        (ti as i64).into(),
+        "Frozen.__init__()".into(),
+        "id".into(),
+        0i64.into(),
+        1i64.into(),
+        "note".into(),
+        (-1i64).into(),
+        2i64.into(),
+    ];
+    let e = init.call(&args).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Frozen.__init__() keyword argument `note`: expected str, got int"
+    );
+    let e = init.call(&args[..3]).unwrap_err();
+    assert!(e.message().contains("(name, position, value) triples"));
+}
+
+#[test]
+fn methods_carry_their_name_and_schema() {
+    let si = Shape::type_index();
+    let m = rffi_core::reflection::find_method(si, b"describe").unwrap();
+    let md = String::from_utf8_lossy(text(&m.metadata)).into_owned();
+    assert!(md.starts_with(r#"{"type_schema":"#), "{md}");
+    let f = rffi_core::reflection::static_method(si, "describe").unwrap();
+    assert_eq!(f.name(), Some("test_reflection.Shape.describe"));
+    let extra = Any::from(1i64);
+    let e = call_method(&shape("s").into_object(), "describe", &[extra.view()]).unwrap_err();
+    assert!(
+        e.message().contains("`test_reflection.Shape.describe`"),
+        "{}",
+        e.message()
     );
 }

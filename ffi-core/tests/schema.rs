@@ -3,7 +3,7 @@
 
 use rffi_core::{
     get_global_func, get_global_func_metadata, register_global_func, set_global_func_metadata, Any,
-    Array, Dict, Function, List, Map, TypeSchema,
+    AnyView, Array, Dict, Function, List, Map, TypeSchema,
 };
 
 fn schema(text: &str) -> TypeSchema {
@@ -181,4 +181,95 @@ fn list_and_dict_are_shared_and_mutable() {
         .call(&[d.clone().into(), List::new(vec![]).into(), 1i64.into()])
         .map(|_| ());
     assert!(e.is_ok(), "objects hash by identity");
+}
+
+#[test]
+fn a_signature_checks_and_converts_every_call() {
+    use rffi_core::checked_call::with_signature;
+    // An untyped (packed) function, as another language's would be, given a signature.
+    let inner = Function::from_packed(|args: &[AnyView<'_>]| -> rffi_core::Result<Any> {
+        let x = args[0].try_as::<f64>()?;
+        let n = args.get(1).map_or(Ok(1), |v| v.try_as::<i64>())?;
+        Ok(if n < 0 {
+            Any::from("negative")
+        } else {
+            Any::from(x * n as f64)
+        })
+    });
+    let sig = schema(
+        r#"{"type":"ffi.Function","args":[{"type":"float"},{"type":"float"},{"type":"int"}]}"#,
+    );
+    let f = with_signature(inner, "demo.times", &sig, vec!["x".into(), "n".into()], 1).unwrap();
+    assert_eq!(f.name(), Some("demo.times"));
+    // int → float widening on the way in.
+    assert_eq!(
+        f.call(&[2i64.into(), 3i64.into()])
+            .unwrap()
+            .try_as::<f64>()
+            .unwrap(),
+        6.0
+    );
+    assert_eq!(
+        f.call(&[2.5f64.into()]).unwrap().try_as::<f64>().unwrap(),
+        2.5
+    );
+    let e = f.call(&["a".into()]).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert_eq!(
+        e.message(),
+        "Mismatched type on argument #0 (`x`) when calling `demo.times`: expected float, got str \
+         (signature: demo.times(x: float, n: int) -> float)"
+    );
+    let e = f.call(&[]).unwrap_err();
+    assert!(e
+        .message()
+        .starts_with("`demo.times` expects 1 to 2 arguments but 0 were given"));
+    let e = f
+        .call(&[1i64.into(), 1i64.into(), 1i64.into()])
+        .unwrap_err();
+    assert!(e.message().contains("but 3 were given"), "{}", e.message());
+    // The result is checked too.
+    let e = f.call(&[1i64.into(), (-1i64).into()]).unwrap_err();
+    assert!(
+        e.message()
+            .contains("returned a value that does not fit its signature: expected float, got str"),
+        "{}",
+        e.message()
+    );
+    // Only a function schema with arguments can check calls.
+    let bad = with_signature(
+        Function::from_typed(|| 1i64),
+        "demo.bad",
+        &schema(r#"{"type":"int"}"#),
+        vec![],
+        0,
+    );
+    assert!(bad
+        .unwrap_err()
+        .message()
+        .contains("must be a function schema"));
+    // Through the registry builtin, from metadata JSON, as bindings call it.
+    let make = rffi_core::get_global_func("ffi.FunctionWithSignature").unwrap();
+    let meta = format!(
+        r#"{{"type_schema":{},"arg_names":["a"]}}"#,
+        rffi_core::schema::json_quote(
+            r#"{"type":"ffi.Function","args":[{"type":"int"},{"type":"int"}]}"#
+        )
+    );
+    let g = make
+        .call(&[
+            Function::from_typed(|a: i64| a + 1).into(),
+            "demo.inc".into(),
+            meta.into(),
+            1i64.into(),
+        ])
+        .unwrap()
+        .try_as::<Function>()
+        .unwrap();
+    assert_eq!(g.call(&[1i64.into()]).unwrap().try_as::<i64>().unwrap(), 2);
+    assert!(g
+        .call(&[1.5f64.into()])
+        .unwrap_err()
+        .message()
+        .contains("argument #0 (`a`)"));
 }

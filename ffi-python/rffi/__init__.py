@@ -56,8 +56,11 @@ _LAZY = {
     "structural_equal": ("rffi.structural", "structural_equal"),
     "structural_hash": ("rffi.structural", "structural_hash"),
     "shard": ("rffi.shard", None),
+    # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
+    "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
+    "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
 }
@@ -117,6 +120,7 @@ __all__ = [
     "init_ffi_api",
     "list_global_func_names",
     "load_module",
+    "method",
     "register_error",
     "register_global_func",
     "register_object",

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Mapping, Sequence
 
 from . import _layout as L
 from . import _lib
 from ._decode import decode_view
 from ._function_registry import get_global_func
+from ._mapping_views import MappingItems, MappingKeys, MappingValues
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 _string_at = getattr(ctypes, "_string_at", ctypes.string_at)
@@ -79,13 +81,15 @@ class Array(Object, Sequence):
             return type(other)([*other, *self])
         return NotImplemented
 
+    # As a list's (and tvm-ffi's Array): `[1, 2]`.
     def __repr__(self) -> str:
-        return f"Array({list(self)!r})"
+        return sequence_repr(self, list(self))
 
 
 class Map(Object, Mapping):
     """An immutable mapping in insertion order (``ffi.Map``): ``m[key]`` (KeyError when missing),
-    ``in``, ``len``, iteration over keys, ``keys()``, ``values()``, ``items()``, ``get()``.
+    ``in``, ``len``, iteration over keys, ``get()``, and ``keys()``, ``values()``, ``items()``
+    views like a dict's.
     ``rffi.Map({"a": 1})`` makes one."""
 
     __slots__ = ()
@@ -117,34 +121,67 @@ class Map(Object, Mapping):
             return self[key]
         return default
 
-    def items(self) -> list:
+    def _pairs(self) -> list:
         flat = _FFI_MAP_ITEMS(self)
         return list(zip(flat[0::2], flat[1::2]))
 
-    def keys(self) -> list:
-        return _FFI_MAP_ITEMS(self)[0::2]
+    def keys(self) -> MappingKeys:
+        """The keys, as a set-like view (like ``dict.keys()``)."""
+        return MappingKeys(self)
 
-    def values(self) -> list:
-        return _FFI_MAP_ITEMS(self)[1::2]
+    def values(self) -> MappingValues:
+        """The values, as a view (like ``dict.values()``)."""
+        return MappingValues(self)
+
+    def items(self) -> MappingItems:
+        """The ``(key, value)`` pairs, as a set-like view (like ``dict.items()``)."""
+        return MappingItems(self)
 
     def __iter__(self):
-        return iter(self.keys())
+        return iter([k for k, _ in self._pairs()])
 
     def _value_form(self, what: str):
-        return Map, (self.items(),)
+        return Map, (self._pairs(),)
 
     # Value behaviour, as a dict's: `==` by items (with any mapping); immutable, so hashable
     # when its values are.
     def __eq__(self, other):
         if isinstance(other, Mapping):
-            return dict(self.items()) == dict(other.items())
+            return dict(self._pairs()) == dict(other.items())
         return NotImplemented
 
     def __hash__(self):
-        return hash(frozenset(self.items()))
+        return hash(frozenset(self._pairs()))
 
+    # As a dict's (and tvm-ffi's Map): `{'a': 1}`.
     def __repr__(self) -> str:
-        return f"Map({dict(self.items())!r})"
+        return mapping_repr(self, self._pairs())
+
+
+_REPR_ACTIVE: set = set()
+
+
+def _guarded(obj, fill: str, render) -> str:
+    # A List or Dict may hold itself (directly or not): its repr shows `[...]` / `{...}` there,
+    # as Python's do. Keyed by the runtime object, since each read makes a new wrapper.
+    key = (obj._h, threading.get_ident())
+    if key in _REPR_ACTIVE:
+        return fill
+    _REPR_ACTIVE.add(key)
+    try:
+        return render()
+    finally:
+        _REPR_ACTIVE.discard(key)
+
+
+def sequence_repr(obj, items: list) -> str:
+    """``[a, b]``, as a list's repr."""
+    return _guarded(obj, "[...]", lambda: "[" + ", ".join(repr(x) for x in items) + "]")
+
+
+def mapping_repr(obj, pairs: list) -> str:
+    """``{k: v}``, as a dict's repr (keys the runtime tells apart stay apart)."""
+    return _guarded(obj, "{...}", lambda: "{" + ", ".join(f"{k!r}: {v!r}" for k, v in pairs) + "}")
 
 
 CLASS_OF_INDEX[_lib.kArray] = Array

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
+from ._container import mapping_repr, sequence_repr
+from ._mapping_views import MappingItems, MappingKeys, MappingValues
 from ._object import CLASS_OF_INDEX, Object
 from ._object_model import _ffi
 
@@ -96,7 +98,7 @@ class List(Object, MutableSequence):
         return type(other)(list(other) + self._items())
 
     def __repr__(self) -> str:
-        return repr(self._items())
+        return sequence_repr(self, self._items())
 
     def _value_form(self, what: str):
         return (List, (self._items(),))
@@ -132,7 +134,10 @@ class Dict(Object, MutableMapping):
         _ffi("ffi.DictPop")(self, key)
 
     def __contains__(self, key) -> bool:
-        return bool(_ffi("ffi.DictCount")(self, key))
+        try:
+            return bool(_ffi("ffi.DictCount")(self, key))
+        except TypeError:  # a key the runtime cannot hold is in no Dict
+            return False
 
     def __iter__(self):
         return iter([k for k, _ in self._pairs()])
@@ -148,7 +153,19 @@ class Dict(Object, MutableMapping):
     __hash__ = None  # mutable
 
     def __repr__(self) -> str:
-        return repr(dict(self._pairs()))
+        return mapping_repr(self, self._pairs())
+
+    def keys(self) -> MappingKeys:
+        """The keys, as a live set-like view (like ``dict.keys()``)."""
+        return MappingKeys(self)
+
+    def values(self) -> MappingValues:
+        """The values, as a live view (like ``dict.values()``)."""
+        return MappingValues(self)
+
+    def items(self) -> MappingItems:
+        """The ``(key, value)`` pairs, as a live set-like view (like ``dict.items()``)."""
+        return MappingItems(self)
 
     def _value_form(self, what: str):
         return (Dict, (dict(self._pairs()),))

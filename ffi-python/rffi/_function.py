@@ -288,7 +288,8 @@ if FASTPATH:
                 "decode": decode_owned,
                 "table": TABLE,
                 "resolve": kind_of,
-                "object_type": Object,
+                "decoders": OBJ_DECODERS,
+                "classes": CLASS_OF_INDEX,
                 "decode_arg": decode_borrowed,
                 "write_owned": write_owned,
                 "callback_failed": callback_failed,
@@ -299,13 +300,11 @@ if FASTPATH:
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
 
 if FASTPATH:
-    # Wrappers (and the decoders that take over references) release through a native builtin.
-    from . import _decode, _object
+    # The decoders that take over references release them through a native builtin (wrappers
+    # release theirs natively when they die).
+    from . import _decode
 
-    _release = _native.builtin("dec_ref")
-    _object.set_release(_release)
-    _decode._DecRef = _release
-    Object.__del__ = _native.object_release(Object)
+    _decode._DecRef = _native.builtin("dec_ref")
 
 CLASS_OF_INDEX[_lib.kFunction] = Function
 OBJ_DECODERS[_lib.kFunction] = wrap_function

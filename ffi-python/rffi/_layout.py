@@ -86,6 +86,7 @@ DLTENSOR_SIZE = size("DLTensor")
 MANAGED_DELETER = offset("DLManagedTensor", "deleter")
 VERSIONED_DELETER = offset("DLManagedTensorVersioned", "deleter")
 VERSIONED_DL_TENSOR = offset("DLManagedTensorVersioned", "dl_tensor")
+VERSIONED_FLAGS = offset("DLManagedTensorVersioned", "flags")
 #: A call frame: its header, the result slot in it; arguments follow the header.
 FRAME_HEADER = size("RFFICallFrame")
 FRAME_RESULT = offset("RFFICallFrame", "result")

@@ -37,9 +37,15 @@ _PYDLL = None
 _MODULE = 0
 
 
+# Entries the native library names by their current name, exported under an older one before.
+_OLDER_NAMES = {"PyThreadState_GetUnchecked": "_PyThreadState_UncheckedGet"}  # before 3.13
+
+
 def _resolve(entry: str) -> int | None:
     kind, _, name = entry.partition(":")
     api = ctypes.pythonapi
+    if not hasattr(api, name):
+        name = _OLDER_NAMES.get(name, name)
     try:
         if kind == "f":
             return ctypes.cast(getattr(api, name), ctypes.c_void_p).value
@@ -118,17 +124,15 @@ REASON = _bootstrap()
 ENABLED = not REASON
 
 
-def _slot_offsets(object_class: type) -> tuple:
-    """Byte offsets of the ``_h`` and ``_ti`` slots in an ``object_class`` instance, found
-    by writing two distinct ints and looking for them (the library reads the slots in place)."""
-    probe = object_class.__new__(object_class)
-    a, b = 10**30 + 1, 10**30 + 2
-    probe._h, probe._ti = a, b
-    try:
-        words = list((ctypes.c_size_t * (object_class.__basicsize__ // 8)).from_address(id(probe)))
-        return 8 * words.index(id(a)), 8 * words.index(id(b))
-    finally:
-        probe._h = 0
+def object_storage():
+    """The native storage base of ``rffi.Object`` (the object's address and type index as machine
+    words, released natively when a wrapper dies), or None where the fast path is off."""
+    if _PYDLL is None:
+        return None
+    make = _PYDLL.rffi_python_make_object_storage
+    make.restype = ctypes.py_object
+    make.argtypes = []
+    return make()
 
 
 def make_function_type(base: type, hooks: dict) -> type:
@@ -141,7 +145,8 @@ def make_function_type(base: type, hooks: dict) -> type:
     * ``decode(type_word, payload)``: a result Rust does not convert (takes over an object);
     * ``table`` and ``resolve(type)``: the conversion table (``_convert.TABLE``) and the
       resolution of a type not in it (``_convert.kind_of``);
-    * ``object_type``: the Object class, whose ``_h``/``_ti`` slots are read in place;
+    * ``decoders`` and ``classes``: the decoders of object types that become plain values and
+      the wrapper class of each type index (object results of other types are wrapped natively);
     * ``decode_arg``, ``write_owned``, ``callback_failed``: for Functions made from Python
       callables (a borrowed argument as a Python value, a result stored at an address, an
       exception raised as the Error).
@@ -152,34 +157,25 @@ def make_function_type(base: type, hooks: dict) -> type:
     make = _PYDLL.rffi_python_make_function_type
     make.restype = ctypes.py_object
     make.argtypes = [ctypes.py_object, ctypes.c_int64, ctypes.py_object]
-    handle_slot, tidx_slot = _slot_offsets(hooks["object_type"])
-    return make((base,), size, dict(hooks, handle_slot=handle_slot, tidx_slot=tidx_slot))
+    return make((base,), size, hooks)
 
 
-def builtin(name: str):
-    """The native library's builtin function ``name`` (``dec_ref``, ``from_dlpack``): a real
-    CPython builtin, called without ctypes; None where the fast path is off."""
+def builtin(name: str, context=None):
+    """The native library's builtin function ``name`` bound to ``context`` (``dec_ref``;
+    ``from_dlpack``, whose context is ``(Tensor, python_from_dlpack)``): a real CPython builtin,
+    called without ctypes; None where the fast path is off."""
     if _PYDLL is None:
         return None
     make = _PYDLL.rffi_python_builtin
     make.restype = ctypes.py_object
-    make.argtypes = [ctypes.c_char_p]
-    return make(name.encode())
-
-
-def object_release(object_class: type):
-    """The native ``__del__`` of the Object class (a method descriptor: no Python frame when a
-    wrapper dies)."""
-    make = _PYDLL.rffi_python_object_release
-    make.restype = ctypes.py_object
-    make.argtypes = [ctypes.py_object]
-    return make(object_class)
+    make.argtypes = [ctypes.c_char_p, ctypes.py_object]
+    return make(name.encode(), context)
 
 
 def object_entry(name: str):
     """The native library's entry ``name`` taking one Python object and returning an int64
-    (``rffi_python_from_dlpack``, ``rffi_python_function_from_callable``), called with the GIL
-    held; None where the fast path is off or the library lacks it."""
+    (``rffi_python_function_from_callable``), called with the GIL held; None where the fast path
+    is off or the library lacks it."""
     if _PYDLL is None or not hasattr(_PYDLL, name):
         return None
     fn = getattr(_PYDLL, name)

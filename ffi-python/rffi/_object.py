@@ -1,10 +1,16 @@
 """``Object``: the Python wrapper of a reference-counted runtime object.
 
-A wrapper owns one strong reference to its object and releases it when the wrapper dies. The
-object's address is in the slot ``_h`` and its type index (what a call writes next to the address
-when the object is passed as an argument) in ``_ti``; users read them as ``_handle`` and ``_tidx``,
-which are read-only: a wrapper whose address was replaced would release or pass memory it does not
-own.
+A wrapper owns one strong reference to its object and releases it when the wrapper dies (or when
+``__del__()`` is called, early). The object's address is in the field ``_h`` and its type index
+(what a call writes next to the address when the object is passed as an argument) in ``_ti``;
+users read them as ``_handle`` and ``_tidx``, which are read-only: a wrapper whose address was
+replaced would release or pass memory it does not own.
+
+Where the two fields live is the *storage* base class: on the native fast path, the native
+library's ``rffi.ObjectStorage`` (machine words in the instance, released by a native finalizer,
+read and written by the native call path without Python calls); otherwise ``_SlotStorage`` below
+(two slots, released by ``__del__`` through a ctypes call). Everything else is ``Object``'s, the
+same on both paths.
 
 Copies (one rule for every wrapper, defined here):
 
@@ -23,7 +29,7 @@ import copy as _copy
 import ctypes
 
 from . import _layout as L
-from . import _lib
+from . import _lib, _native
 
 _DecRef = _lib.ObjectDecRef
 _IncRef = _lib.ObjectIncRef
@@ -55,11 +61,11 @@ def type_key(type_index: int) -> str:
     return f"<type {type_index}>"
 
 
-class Object:
-    """A runtime object held from Python. Instances are made by the runtime's conversions; two
-    wrappers of the same object compare equal."""
+class _SlotStorage:
+    """The fields of a wrapper where the native library is not used: two slots, released by
+    ``__del__`` through a ctypes call."""
 
-    __slots__ = ("_h", "_ti", "__weakref__")
+    __slots__ = ("_h", "_ti")
 
     def __del__(self):
         h = getattr(self, "_h", 0)
@@ -79,6 +85,26 @@ class Object:
     def _tidx(self) -> int:
         """The object's type index (read-only)."""
         return self._ti
+
+
+def _storage():
+    if _native.ENABLED:
+        try:
+            return _native.object_storage()
+        except Exception:  # pragma: no cover - the fast path then turns itself off
+            pass
+    return _SlotStorage
+
+
+#: The storage base of every wrapper (see the module's docstring).
+STORAGE = _storage()
+
+
+class Object(STORAGE):
+    """A runtime object held from Python. Instances are made by the runtime's conversions; two
+    wrappers of the same object compare equal."""
+
+    __slots__ = ("__weakref__",)
 
     @property
     def type_index(self) -> int:
@@ -161,13 +187,6 @@ def _describe(obj) -> str:
     cls = type(obj)
     name = f"rffi.{cls.__name__}" if cls.__module__.startswith("rffi") else cls.__qualname__
     return f"{name} ({type_key(obj._ti)})" if obj._h else name
-
-
-def set_release(dec_ref) -> None:
-    """Makes wrappers release their reference through ``dec_ref(handle)`` (the native path's
-    builtin, which keeps the GIL and costs no ctypes call)."""
-    global _DecRef
-    _DecRef = dec_ref
 
 
 def wrap_new(cls, handle: int, tidx: int):

@@ -21,6 +21,7 @@ from ._dtype import dtype as _dtype
 from ._error import _OUT_POOL, _out_slot, take_raised_exception
 from ._function import FASTPATH
 from ._object import CLASS_OF_INDEX, Object, wrap_new
+from ._shape import Shape
 
 _api = ctypes.pythonapi
 _PyCapsule_GetPointer = _api.PyCapsule_GetPointer
@@ -63,9 +64,9 @@ class Tensor(Object):
         return _DLTENSOR_FMT.unpack(ctypes.string_at(self._h + L.TENSOR_DL, L.DLTENSOR_SIZE))
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Shape:
         data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
-        return struct.unpack(f"<{ndim}q", ctypes.string_at(shape, 8 * ndim)) if ndim else ()
+        return Shape(struct.unpack(f"<{ndim}q", ctypes.string_at(shape, 8 * ndim)) if ndim else ())
 
     @property
     def strides(self) -> tuple:
@@ -89,12 +90,24 @@ class Tensor(Object):
         d = self._dl()
         return Device._from_fields(d[1], d[2])
 
-    @property
     def numel(self) -> int:
+        """The number of elements (1 for a 0-d tensor)."""
         n = 1
         for s in self.shape:
             n *= s
         return n
+
+    def size(self, dim=None):
+        """The shape, or with ``dim`` the size of that dimension (negative counts from the end)."""
+        shape = self.shape
+        if dim is None:
+            return shape
+        try:
+            return shape[operator.index(dim)]
+        except IndexError:
+            raise IndexError(
+                f"dimension {dim} is out of range for a tensor of {len(shape)} dimensions"
+            ) from None
 
     def data_ptr(self) -> int:
         """The address of the first element (``data + byte_offset``)."""
@@ -102,8 +115,13 @@ class Tensor(Object):
         return d[0] + d[9]
 
     def is_contiguous(self) -> bool:
+        """Whether the elements are dense in row-major order. Dimensions of size 1 may have any
+        stride, and a tensor without elements is contiguous whatever its strides."""
+        shape = self.shape
+        if 0 in shape:
+            return True
         expected = 1
-        for size, stride in reversed(list(zip(self.shape, self.strides))):
+        for size, stride in reversed(list(zip(shape, self.strides))):
             if size != 1 and stride != expected:
                 return False
             expected *= size
@@ -114,21 +132,70 @@ class Tensor(Object):
         return (d[1], d[2])
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule sharing this tensor's memory: versioned (``dltensor_versioned``) when
-        the consumer passes ``max_version >= (1, 0)``, else the legacy ``dltensor``. The runtime has
-        no device queue of its own, so ``stream`` needs no synchronisation here."""
+        """A DLPack capsule of this tensor, as the array API standard specifies.
+
+        - ``max_version``: a versioned capsule (``dltensor_versioned``, DLPack 1.x) when the
+          consumer's ``(major, minor)`` is at least ``(1, 0)``, else the legacy ``dltensor``.
+        - ``copy``: None or False share the memory (False promises never to copy); True exports
+          a new host copy (host tensors only), flagged ``IS_COPIED`` in a versioned capsule.
+        - ``dl_device``: the device the consumer wants, as ``__dlpack_device__`` gives it: this
+          tensor's own, or the CPU for a tensor in host-readable memory (CUDA/ROCm host memory)
+          when a copy is allowed.
+        - ``stream``: the consumer's stream on CUDA and ROCm (an int; -1: do not synchronize); on
+          devices without streams only None (or -1). rffi keeps no work queue of its own: work on
+          the tensor was ordered on the stream its producer used, so nothing is synchronized here.
+
+        A request this cannot meet is a BufferError, per the standard.
+        """
+        here = self.__dlpack_device__()
+        _check_stream(stream, here)
+        source = self
+        copied = False
+        if dl_device is not None:
+            want = _device_pair(dl_device)
+            if want != here:
+                if want != (_CPU, 0) or here[0] not in _HOST_DEVICE_TYPES:
+                    raise BufferError(
+                        f"rffi.Tensor on {self.device} cannot be exported to device {want}: only "
+                        "host memory can be copied, to the CPU"
+                    )
+                if copy is False:
+                    raise BufferError(
+                        f"rffi.Tensor on {self.device} needs a copy to be on the CPU, and "
+                        "copy=False forbids one"
+                    )
+                copy = True
         if copy:
-            raise BufferError("rffi.Tensor.__dlpack__ does not copy (copy=True was requested)")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"rffi.Tensor is on {self.device}, not on device {dl_device}")
-        out = ctypes.c_void_p()
-        if max_version is not None and max_version[0] >= 1:
-            if _lib.TensorToDLPackVersioned(self._h, ctypes.byref(out)) != 0:
-                raise take_raised_exception()
-            return _PyCapsule_New(out.value, _DLTENSOR_VERSIONED, _CAPSULE_DELETER_VERSIONED_ADDR)
-        if _lib.TensorToDLPack(self._h, ctypes.byref(out)) != 0:
-            raise take_raised_exception()
-        return _PyCapsule_New(out.value, _DLTENSOR, _CAPSULE_DELETER_ADDR)
+            if here[0] not in _HOST_DEVICE_TYPES:
+                raise BufferError(f"rffi.Tensor cannot copy memory on {self.device}")
+            source, copied = self._host_copy(), True
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _export(source, versioned, copied)
+
+    def _host_copy(self) -> Tensor:
+        """A new CPU tensor holding this host tensor's elements (dense, row-major)."""
+        return tensor_from_bytes(self._host_bytes(), self.dtype, self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        """The numpy view of a host tensor (numpy's ``__array__`` protocol): shares the memory
+        unless ``copy=True``, or a ``dtype`` other than the tensor's makes numpy convert (which
+        ``copy=False`` forbids: a ValueError, as numpy raises)."""
+        import numpy as np
+
+        if self.__dlpack_device__()[0] not in _HOST_DEVICE_TYPES:
+            raise TypeError(
+                f"cannot make a numpy array of rffi.Tensor on {self.device}: device memory "
+                "(copy it to the host first)"
+            )
+        a = np.from_dlpack(self)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(
+                    f"converting rffi.Tensor of {self.dtype} to {np.dtype(dtype)} needs a copy, "
+                    "and copy=False forbids one"
+                )
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def _value_form(self, what: str):
         """A host tensor's value: its elements' bytes (in row-major order, whatever its strides),
@@ -138,14 +205,14 @@ class Tensor(Object):
                 f"cannot {what} rffi.Tensor on {self.device}: device memory has no value form "
                 "(copy it to the host first; copy.copy shares it)"
             )
-        return tensor_from_bytes, (self._host_bytes(), str(self.dtype), self.shape)
+        return tensor_from_bytes, (self._host_bytes(), str(self.dtype), tuple(self.shape))
 
     def _host_bytes(self) -> bytes:
         """The elements of a host tensor, row-major and packed."""
         shape, strides = self.shape, self.strides
         dt = self.dtype
         nbits = dt.bits * dt.lanes
-        numel = self.numel
+        numel = self.numel()
         if numel == 0:
             return b""
         base = self.data_ptr()
@@ -164,11 +231,60 @@ class Tensor(Object):
         return b"".join(parts)
 
     def __repr__(self) -> str:
-        return f"rffi.Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+        return f"rffi.Tensor(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device})"
 
 
 # kDLCPU, kDLCUDAHost, kDLROCMHost: memory the host reads directly.
-_HOST_DEVICE_TYPES = (1, 3, 11)
+_CPU = 1
+_HOST_DEVICE_TYPES = (_CPU, 3, 11)
+# kDLCUDA, kDLROCM: devices whose consumers name a stream.
+_STREAM_DEVICE_TYPES = (2, 10)
+_IS_COPIED = 1 << 1  # DLPack's DLPACK_FLAG_BITMASK_IS_COPIED
+
+
+def _device_pair(dl_device) -> tuple:
+    try:
+        ty, index = dl_device
+        return (operator.index(ty), operator.index(index))
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"dl_device must be a (device type, index) pair as __dlpack_device__ gives, got "
+            f"{dl_device!r}"
+        ) from None
+
+
+def _check_stream(stream, device) -> None:
+    """The array API's stream values: an int on CUDA (not 0, which is ambiguous) and ROCm (not 1
+    or 2); only None (or -1: no synchronization) on devices without streams."""
+    if stream is None:
+        return
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
+    if stream == -1:
+        return
+    ty = device[0]
+    if ty not in _STREAM_DEVICE_TYPES:
+        raise BufferError(
+            f"stream={stream} given for a tensor on a device without streams "
+            f"(device type {ty}): only None is accepted there"
+        )
+    if stream < -1 or (ty == 2 and stream == 0) or (ty == 10 and stream in (1, 2)):
+        raise BufferError(f"stream={stream} is not a valid stream for device type {ty}")
+
+
+def _export(t: Tensor, versioned: bool, copied: bool):
+    """A capsule owning a DLPack export of ``t``."""
+    out = ctypes.c_void_p()
+    if versioned:
+        if _lib.TensorToDLPackVersioned(t._h, ctypes.byref(out)) != 0:
+            raise take_raised_exception()
+        if copied:
+            flags = ctypes.c_uint64.from_address(out.value + L.VERSIONED_FLAGS)
+            flags.value |= _IS_COPIED
+        return _PyCapsule_New(out.value, _DLTENSOR_VERSIONED, _CAPSULE_DELETER_VERSIONED_ADDR)
+    if _lib.TensorToDLPack(t._h, ctypes.byref(out)) != 0:
+        raise take_raised_exception()
+    return _PyCapsule_New(out.value, _DLTENSOR, _CAPSULE_DELETER_ADDR)
 
 
 def tensor_from_bytes(data: bytes, dtype, shape) -> Tensor:
@@ -254,23 +370,11 @@ def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) 
         _OUT_POOL.append(slot)
 
 
-# The fast path's import of the producers it handles natively; None on the ctypes path.
-# The native path's builtin: the Tensor wrapper made in one native call; None on the ctypes path.
-_NATIVE_FROM_DLPACK = _native.builtin("from_dlpack") if FASTPATH else None
-
-
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
     """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
     jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
-    if not require_alignment and not require_contiguous:
-        if isinstance(obj, Tensor):
-            return obj
-        # Types the native call path imports (exchange API, host-memory producers whose rule is
-        # known): one C call; anything else (0) continues below, where the errors are worded.
-        if _NATIVE_FROM_DLPACK is not None:
-            t = _NATIVE_FROM_DLPACK(obj, Tensor)
-            if t is not None:
-                return t
+    if not require_alignment and not require_contiguous and isinstance(obj, Tensor):
+        return obj
     if type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:
@@ -287,6 +391,15 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
     if capsule is not obj:
         _convert.kind_of(type(obj))  # learns the type's rule: next time, natively
     return wrap_new(Tensor, h, _lib.kTensor)
+
+
+# With the fast path, `from_dlpack` is the native library's builtin: a Tensor as it is, and the
+# producers the call path imports natively (exchange API, host-memory producers whose rule is
+# known) wrapped in one native call, with no Python frame; it hands everything else (keywords,
+# capsules, types seen for the first time, errors) to the function above.
+python_from_dlpack = from_dlpack
+if FASTPATH:
+    from_dlpack = _native.builtin("from_dlpack", (Tensor, python_from_dlpack))
 
 
 # ---- Tensors as call arguments ----

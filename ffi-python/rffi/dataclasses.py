@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import typing
 
+from ._dataclass_methods import method, register_methods
 from ._object import Object
 from ._object_model import (
     FLAG_COMPARE_OFF,
@@ -28,6 +29,7 @@ from ._object_model import (
     FLAG_INIT_OFF,
     FLAG_KW_ONLY,
     FLAG_REPR_OFF,
+    FLAG_WRITABLE,
     STRUCTURAL_FIELD_FLAGS,
     STRUCTURAL_KINDS,
     _ffi,
@@ -44,6 +46,7 @@ __all__ = [
     "enum",
     "field",
     "fields",
+    "method",
     "py_class",
 ]
 
@@ -82,6 +85,7 @@ class Field:
         "doc",
         "annotation",
         "schema",
+        "frozen",
         "structural_eq",
     )
 
@@ -95,6 +99,7 @@ class Field:
         hash=None,
         kw_only=MISSING,
         doc="",
+        frozen=False,
         structural_eq=None,
     ):
         if default is not MISSING and default_factory is not MISSING:
@@ -115,6 +120,7 @@ class Field:
         self.doc = doc
         self.annotation = typing.Any
         self.schema = None
+        self.frozen = frozen
         self.structural_eq = structural_eq
 
     def __repr__(self) -> str:
@@ -139,12 +145,25 @@ def field(
     hash=None,
     kw_only=MISSING,
     doc="",
+    frozen=False,
     structural_eq=None,
 ) -> Field:
-    """Options of one field, as ``dataclasses.field``; ``structural_eq`` is ``"ignore"`` (left out
-    of structural equality and hashing), ``"def"`` (variables are bound here) or ``"identity"``
-    (compared by identity)."""
-    return Field(default, default_factory, init, repr, compare, hash, kw_only, doc, structural_eq)
+    """Options of one field, as ``dataclasses.field``; ``frozen=True`` makes this one field
+    read-only in every language (``frozen=True`` on the class makes them all so);
+    ``structural_eq`` is ``"ignore"`` (left out of structural equality and hashing), ``"def"``
+    (variables are bound here) or ``"identity"`` (compared by identity)."""
+    return Field(
+        default,
+        default_factory,
+        init,
+        repr,
+        compare,
+        hash,
+        kw_only,
+        doc,
+        frozen=frozen,
+        structural_eq=structural_eq,
+    )
 
 
 def fields(cls_or_obj) -> tuple:
@@ -188,6 +207,7 @@ def _runtime_fields(info: dict) -> list:
                 hash=False if flags & FLAG_HASH_OFF else None,
                 kw_only=bool(flags & FLAG_KW_ONLY),
                 doc=f["doc"],
+                frozen=not flags & FLAG_WRITABLE,
                 structural_eq=next(
                     (k for k, bit in STRUCTURAL_FIELD_FLAGS.items() if bit and flags & bit), None
                 ),
@@ -201,10 +221,10 @@ def _runtime_fields(info: dict) -> list:
 
 
 def _make_init(cls, all_fields: list, index: int):
-    create = _ffi("ffi.ObjectCreate")
-    put = _ffi("ffi.ObjectSetField")
+    create = _ffi("ffi.ObjectCreateInit")
     positional = [f for f in all_fields if f.init and not f.kw_only]
     keyword = [f for f in all_fields if f.init and f.kw_only]
+    by_name = {f.name: f for f in positional + keyword}
     seen_default = False
     for f in positional:
         if f.has_default():
@@ -212,6 +232,11 @@ def _make_init(cls, all_fields: list, index: int):
         elif seen_default:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
     qual = cls.__qualname__
+    caller = f"{qual}.__init__()"
+    # Defaults the runtime holds are set by the runtime when it makes the object.
+    given_by_runtime = {
+        f.name for f in all_fields if isinstance(f.default_factory, _RuntimeDefault)
+    }
 
     def __init__(self, *args, **kwargs):
         if len(args) > len(positional):
@@ -219,28 +244,30 @@ def _make_init(cls, all_fields: list, index: int):
                 f"{qual}.__init__() takes {len(positional) + 1} positional arguments but "
                 f"{len(args) + 1} were given"
             )
-        values = {}
-        for f, a in zip(positional, args):
-            values[f.name] = a
+        # (field name, argument position or -1 for a keyword, value): the runtime checks each
+        # value against its field and names the argument when one does not fit.
+        triples = []
+        given = set()
+        for k, (f, a) in enumerate(zip(positional, args)):
+            triples += (f.name, k, a)
+            given.add(f.name)
         for name, v in kwargs.items():
-            if name in values:
+            if name in given:
                 raise TypeError(f"{qual}.__init__() got multiple values for argument {name!r}")
-            if not any(f.name == name for f in positional + keyword):
+            if name not in by_name:
                 raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {name!r}")
-            values[name] = v
-        made = create(index)
-        self._h, self._ti = made._h, made._ti
-        made._h = 0
+            triples += (name, -1, v)
+            given.add(name)
         for f in all_fields:
-            if f.name in values:
-                v = values[f.name]
-            elif f.has_default():
-                v = f.make_default()
+            if f.name in given or f.name in given_by_runtime:
+                continue
+            if f.has_default():
+                triples += (f.name, -2, f.make_default())
             elif f.init:
                 raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
-            else:
-                continue
-            put(self, f.name, v)
+        made = create(index, caller, *triples)
+        self._h, self._ti = made._h, made._ti
+        made._h = 0
         post = getattr(self, "__post_init__", None)
         if post is not None:
             post()
@@ -276,8 +303,8 @@ def _add_dataclass_methods(cls, all_fields, *, repr, eq, frozen, unsafe_hash):
         cls.__hash__ = __hash__
     elif eq:
         cls.__hash__ = None
-    if frozen:
-        for f in all_fields:
+    for f in all_fields:
+        if frozen or f.frozen:
             prop = cls.__dict__.get(f.name)
             if isinstance(prop, property):
                 setattr(cls, f.name, property(prop.fget, _frozen_setter(f.name), doc=prop.__doc__))
@@ -387,6 +414,13 @@ def py_class(
     def define(cls):
         key = type_key or f"{cls.__module__}.{cls.__qualname__}"
         parent = next((b for b in cls.__mro__[1:] if "__rffi_type_index__" in b.__dict__), None)
+        parent_frozen = getattr(parent, "__rffi_frozen__", None)
+        if parent_frozen is not None and parent_frozen != frozen:
+            raise TypeError(
+                "cannot inherit non-frozen dataclass from a frozen one"
+                if parent_frozen
+                else "cannot inherit frozen dataclass from a non-frozen one"
+            )
         own = _own_fields(cls)
         spec = [
             {
@@ -398,6 +432,7 @@ def py_class(
                 | (0 if f.compare else FLAG_COMPARE_OFF)
                 | STRUCTURAL_FIELD_FLAGS[f.structural_eq],
                 "type_schema": f.schema.to_json(),
+                "frozen": bool(frozen or f.frozen),
             }
             for f in own
         ]
@@ -421,6 +456,8 @@ def py_class(
         )
         new = type(cls.__name__, bases, ns)
         new.__qualname__ = cls.__qualname__
+        new.__rffi_frozen__ = frozen
+        register_methods(new, key, index)
         info = type_info(index)
         install_members(new, info)
         inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []

@@ -2,7 +2,8 @@
 # Runs the Python suite against a fresh `pip install ./ffi-python` in target/py-venv, on both call
 # paths (native fast path and ctypes), plus ruff.
 # Usage: ffi-python/scripts/test.sh [pytest arguments]
-source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors
+# ray: the optional extra `rffi[ray]` (RaySession), so its tests (test_ray_session.py) run here.
+source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors "ray>=2.9"
 echo "== ruff check =="
 "$VENV/bin/ruff" check --config ffi-python/pyproject.toml ffi-python examples/python
 # Run from the repository root: ffi-python/ is not on sys.path, so `import rffi` is the install.

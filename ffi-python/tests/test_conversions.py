@@ -207,7 +207,7 @@ def test_array_sequence_protocol():
         a[-5]
     with pytest.raises(TypeError):
         a["0"]
-    assert repr(a) == "Array([10, 20, 30, 'x'])"
+    assert repr(a) == "[10, 20, 30, 'x']"
 
 
 def test_map_mapping_protocol():
@@ -216,13 +216,13 @@ def test_map_mapping_protocol():
     assert m["a"] == 1 and m[7] is None
     assert "a" in m and "z" not in m and [1] not in m
     assert m.get("z", 5) == 5 and m.get("a") == 1
-    assert m.keys() == ["a", "b", 7]
-    assert m.values()[0] == 1
+    assert list(m.keys()) == ["a", "b", 7]
+    assert list(m.values())[0] == 1
     assert [k for k, _ in m.items()] == ["a", "b", 7]
     assert dict(m)["a"] == 1
     with pytest.raises(KeyError):
         m["missing"]
-    assert repr(rffi.Map({"x": 1})) == "Map({'x': 1})"
+    assert repr(rffi.Map({"x": 1})) == "{'x': 1}"
     assert list(rffi.Map([("p", 1), ("q", 2)])) == ["p", "q"]
 
 

@@ -91,3 +91,61 @@ def test_no_leak_over_100k_calls(testing):
     assert len(_error._PY_ERRORS) < 300
     grown = _rss_kib() - rss
     assert grown < 8 * 1024, f"resident memory grew by {grown} KiB over 100 000 calls"
+
+
+def test_early_release_then_death(testing):
+    # `__del__()` releases now; the wrapper's death later releases nothing more.
+    arr = rffi.convert([1, 2])
+    extra = testing.echo(arr)
+    assert testing.object_use_count(arr) == 2
+    extra.__del__()
+    assert extra._handle == 0 and testing.object_use_count(arr) == 1
+    extra.__del__()  # a second early release is a no-op
+    del extra
+    gc.collect()
+    assert testing.object_use_count(arr) == 1
+
+
+def test_wrapper_in_a_reference_cycle_is_released(testing):
+    class Holder(rffi.Object):  # a subclass with a __dict__, which can hold itself
+        pass
+
+    arr = rffi.convert([1])
+    h = Holder.__new__(Holder)
+    _core._IncRef(arr._handle)
+    h._h, h._ti = arr._handle, arr._tidx
+    h.me = h
+    assert testing.object_use_count(arr) == 2
+    del h
+    gc.collect()
+    assert testing.object_use_count(arr) == 1
+
+
+def test_object_results_use_the_registered_class(testing, monkeypatch):
+    # Results are instances of the class registered for their type index, made as
+    # `cls.__new__(cls)` makes them: a class with a `__new__` of its own gets it called.
+    from rffi import _lib
+    from rffi._container import Array
+    from rffi._object import CLASS_OF_INDEX
+
+    made = []
+
+    class Plain(Array):
+        __slots__ = ()
+
+    class Counted(Array):
+        __slots__ = ()
+
+        def __new__(cls):
+            made.append(cls)
+            return super().__new__(cls)
+
+    arr = rffi.convert([1, 2, 3])
+    for cls in (Plain, Counted):
+        monkeypatch.setitem(CLASS_OF_INDEX, _lib.kArray, cls)
+        r = testing.echo(arr)
+        assert type(r) is cls and r.same_as(arr) and list(r) == [1, 2, 3]
+        assert testing.object_use_count(arr) == 2
+        del r
+        assert testing.object_use_count(arr) == 1
+    assert made == [Counted]

@@ -75,8 +75,8 @@ def test_version():
 
 
 def test_object_reprs(testing):
-    assert repr(rffi.Array([1])) == "Array([1])"
-    assert repr(rffi.Map({"a": 1})) == "Map({'a': 1})"
+    assert repr(rffi.Array([1])) == "[1]"
+    assert repr(rffi.Map({"a": 1})) == "{'a': 1}"
     err = rffi.Error("KeyError", "k")
     assert str(err) == "KeyError: k"
     assert rffi.Array([]).type_key == "ffi.Array"

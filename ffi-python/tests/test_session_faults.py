@@ -97,6 +97,9 @@ CTRL_C_SCRIPT = """
 import signal, threading, time
 import rffi
 
+# A program started in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then installs no handler for it; a user at a terminal has Python's default handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 # The worker's call blocks until the controller has seen Ctrl-C and released it, so the signal
 # always lands inside the wait, however loaded the machine is.
 release = threading.Event()
@@ -153,8 +156,8 @@ print("ok")
 
 
 def test_ctrl_c_during_sync_raises_and_the_session_stays_usable():
-    # In a process of its own, as a user's program meets Ctrl-C (the suite's own process has
-    # threads and handlers of earlier tests).
+    # In a process of its own, as a user's program meets Ctrl-C (with Python's default SIGINT
+    # handler, which the suite's process lacks when a background job started it).
     out = subprocess.run(
         [sys.executable, "-c", CTRL_C_SCRIPT], capture_output=True, text=True, timeout=60
     )

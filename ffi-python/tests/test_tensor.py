@@ -1,5 +1,6 @@
 """Tensors and DLPack: numpy always (the test set-up installs it), torch where installed."""
 
+import ctypes
 import gc
 import sys
 
@@ -86,9 +87,153 @@ def test_numpy_view_of_rffi_tensor_keeps_it_alive(testing):
     assert before >= 1
 
 
+def test_attributes():
+    a = np.zeros((10, 8, 4, 2), dtype="int16")
+    t = rffi.from_dlpack(a)
+    assert isinstance(t.shape, rffi.Shape) and t.shape == (10, 8, 4, 2) and t.ndim == 4
+    assert t.numel() == 640 and t.size() == t.shape and t.size(0) == 10 and t.size(-1) == 2
+    with pytest.raises(IndexError, match="out of range"):
+        t.size(4)
+    assert t.strides == (64, 8, 2, 1) and t.is_contiguous()
+    assert t.dtype == rffi.dtype("int16") and t.device == rffi.device("cpu", 0)
+    assert rffi.from_dlpack(np.array(2.0)).numel() == 1
+
+
+def test_zero_size_tensors_are_contiguous():
+    for a in (np.zeros((4, 0, 4), dtype="int16"), np.zeros((5, 6))[::2, 3:3], np.zeros(0)):
+        t = rffi.from_dlpack(a)
+        assert t.numel() == 0 and t.is_contiguous(), a.shape
+    assert not rffi.from_dlpack(np.zeros((4, 4))[:, :2]).is_contiguous()
+
+
+_api = ctypes.pythonapi
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+VERSIONED = b"dltensor_versioned"
+
+
+def _managed(capsule):
+    """(data pointer, flags) of a versioned capsule's DLManagedTensorVersioned."""
+    p = _api.PyCapsule_GetPointer(capsule, VERSIONED)
+    L = rffi._layout
+    data = ctypes.c_void_p.from_address(p + L.VERSIONED_DL_TENSOR).value
+    return data, ctypes.c_uint64.from_address(p + L.VERSIONED_FLAGS).value
+
+
+def _on_device(a, device_type):
+    """A Tensor over ``a``'s memory whose DLPack device says ``device_type`` (no GPU needed:
+    exporting never reads the data unless it copies)."""
+    capsule = a.__dlpack__(max_version=(1, 0))
+    p = _api.PyCapsule_GetPointer(capsule, VERSIONED)
+    ctypes.c_int32.from_address(p + rffi._layout.VERSIONED_DL_TENSOR + 8).value = device_type
+    return rffi.from_dlpack(capsule)
+
+
+def test_dlpack_versions():
+    t = rffi.from_dlpack(np.arange(4, dtype=np.int32))
+    assert t.__dlpack_device__() == (1, 0)
+    for max_version, name in ((None, b"dltensor"), ((0, 8), b"dltensor"), ((1, 0), VERSIONED)):
+        capsule = t.__dlpack__(max_version=max_version)
+        assert _api.PyCapsule_IsValid(capsule, name) == 1
+    data, flags = _managed(t.__dlpack__(max_version=(1, 2)))
+    assert data == t.data_ptr() and flags == 0
+
+
+def test_dlpack_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, 1:3]  # strided
+    t = rffi.from_dlpack(a)
+    for copy in (None, False):
+        assert np.from_dlpack(t, copy=copy).ctypes.data == a.ctypes.data
+    data, flags = _managed(t.__dlpack__(max_version=(1, 0), copy=True))
+    assert data != t.data_ptr() and flags & 2  # IS_COPIED
+    c = np.from_dlpack(t, copy=True)
+    assert c.ctypes.data != a.ctypes.data and (c == a).all() and c.flags.c_contiguous
+    c[0, 0] = -1
+    assert a[0, 0] == 1
+
+
+def test_dlpack_device_and_stream_requests():
+    t = rffi.from_dlpack(np.arange(4, dtype=np.int32))
+    assert np.from_dlpack(t, device="cpu").ctypes.data == t.data_ptr()
+    assert _managed(t.__dlpack__(max_version=(1, 0), dl_device=(1, 0)))[0] == t.data_ptr()
+    with pytest.raises(BufferError, match="cannot be exported to device"):
+        t.__dlpack__(dl_device=(2, 0))
+    for stream in (None, -1):
+        t.__dlpack__(stream=stream)
+    with pytest.raises(BufferError, match="without streams"):
+        t.__dlpack__(stream=5)
+    with pytest.raises(TypeError, match="stream must be an int"):
+        t.__dlpack__(stream="default")
+    with pytest.raises(TypeError, match="dl_device must be"):
+        t.__dlpack__(dl_device="cpu")
+
+    cuda = _on_device(np.arange(4, dtype=np.int32), 2)
+    assert cuda.__dlpack_device__() == (2, 0)
+    assert _api.PyCapsule_IsValid(cuda.__dlpack__(stream=7), b"dltensor") == 1
+    with pytest.raises(BufferError, match="not a valid stream"):
+        cuda.__dlpack__(stream=0)
+    with pytest.raises(BufferError, match="cannot copy"):
+        cuda.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="only host memory"):
+        cuda.__dlpack__(dl_device=(1, 0))
+
+    pinned = _on_device(np.arange(4, dtype=np.int32), 3)  # CUDA host memory: readable here
+    data, flags = _managed(pinned.__dlpack__(max_version=(1, 0), dl_device=(1, 0)))
+    assert data != pinned.data_ptr() and flags & 2
+    with pytest.raises(BufferError, match="copy=False forbids"):
+        pinned.__dlpack__(dl_device=(1, 0), copy=False)
+
+
+def test_numpy_array_protocol():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    t = rffi.from_dlpack(a)
+    view = np.asarray(t)
+    assert view.ctypes.data == a.ctypes.data and view.shape == (2, 3)
+    assert np.array(t, copy=False).ctypes.data == a.ctypes.data
+    copied = np.array(t)
+    assert copied.ctypes.data != a.ctypes.data and (copied == a).all()
+    as_float = np.asarray(t, dtype=np.float64)
+    assert as_float.dtype == np.float64 and (as_float == a).all()
+    with pytest.raises(ValueError, match="needs a copy"):
+        np.asarray(t, dtype=np.float64, copy=False)
+    with pytest.raises(TypeError, match="device memory"):
+        np.asarray(_on_device(a, 2))
+
+
 def test_not_a_dlpack_producer():
     with pytest.raises(TypeError, match="not a DLPack producer"):
         rffi.from_dlpack(3)
+
+
+def test_from_dlpack_argument_forms():
+    a = np.arange(6, dtype=np.int32)
+    for t in (
+        rffi.from_dlpack(a),
+        rffi.from_dlpack(obj=a),
+        rffi.from_dlpack(a, require_alignment=0, require_contiguous=False),
+        rffi.from_dlpack(a.__dlpack__()),
+    ):
+        assert type(t) is rffi.Tensor and np.from_dlpack(t).tolist() == list(range(6))
+    t = rffi.from_dlpack(a)
+    assert rffi.from_dlpack(t) is t
+    assert rffi.from_dlpack(t, require_contiguous=True).same_as(t) is False  # re-imported
+    with pytest.raises(TypeError):
+        rffi.from_dlpack()
+    with pytest.raises(TypeError):
+        rffi.from_dlpack(a, a)
+    with pytest.raises(TypeError):
+        rffi.from_dlpack(a, unknown=1)
+    # A numpy array stays alive as long as a Tensor made from it.
+    del t
+    gc.collect()
+    before = sys.getrefcount(a)
+    ts = [rffi.from_dlpack(a) for _ in range(100)]
+    assert sys.getrefcount(a) == before + 100
+    del ts
+    gc.collect()
+    assert sys.getrefcount(a) == before
 
 
 torch = None

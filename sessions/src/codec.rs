@@ -29,6 +29,12 @@ pub enum Value {
         shape: Vec<i64>,
         dtype: DataType,
     },
+    /// A host tensor carried in the frame itself, for workers that may be on another host.
+    Tensor {
+        shape: Vec<i64>,
+        dtype: DataType,
+        data: Vec<u8>,
+    },
 }
 
 const T_NONE: u8 = 0;
@@ -44,6 +50,7 @@ const T_REF: u8 = 9;
 const T_ARRAY: u8 = 10;
 const T_MAP: u8 = 11;
 const T_SHM_TENSOR: u8 = 12;
+const T_TENSOR: u8 = 13;
 
 /// Arrays and maps nest; a bound keeps a malformed or hostile frame from exhausting the stack.
 const MAX_DEPTH: usize = 64;
@@ -138,6 +145,12 @@ impl Writer {
                 self.str(name);
                 self.value(&Value::Shape(shape.clone()));
                 self.value(&Value::DataType(*dtype));
+            }
+            Value::Tensor { shape, dtype, data } => {
+                self.u8(T_TENSOR);
+                self.value(&Value::Shape(shape.clone()));
+                self.value(&Value::DataType(*dtype));
+                self.bytes(data);
             }
         }
     }
@@ -266,6 +279,14 @@ impl<'a> Reader<'a> {
                     _ => return Err(malformed("a shared tensor needs a shape and a dtype")),
                 }
             }
+            T_TENSOR => match (self.value_at(depth + 1)?, self.value_at(depth + 1)?) {
+                (Value::Shape(shape), Value::DataType(dtype)) => Value::Tensor {
+                    shape,
+                    dtype,
+                    data: self.bytes()?.to_vec(),
+                },
+                _ => return Err(malformed("a tensor needs a shape and a dtype")),
+            },
             t => return Err(malformed(&format!("unknown value tag {t}"))),
         })
     }
@@ -379,6 +400,9 @@ impl Value {
             Value::ShmTensor { name, shape, dtype } => {
                 crate::shm_tensor::open(&name, &shape, dtype)?.into()
             }
+            Value::Tensor { shape, dtype, data } => {
+                crate::shm_tensor::from_bytes(&shape, dtype, &data)?.into()
+            }
             Value::Array(items) => Array::new(
                 items
                     .into_iter()
@@ -427,6 +451,11 @@ mod tests {
             name: "/dev/shm/rffi-session-1-2".into(),
             shape: vec![4],
             dtype: DataType::float(32),
+        });
+        round_trip(Value::Tensor {
+            shape: vec![2],
+            dtype: DataType::float(32),
+            data: vec![0, 0, 128, 63, 0, 0, 0, 64],
         });
     }
 

@@ -11,7 +11,7 @@ use crate::peer::Peer;
 use crate::process::WorkerProgram;
 use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor::Segment;
-use crate::transport::LinkError;
+use crate::transport::{LinkError, SocketLink};
 use rffi_core::error::frame;
 use rffi_core::{Error, Result};
 use std::sync::{Mutex, MutexGuard};
@@ -44,6 +44,9 @@ pub struct Controller {
     released: Mutex<Vec<Reg>>,
     num_workers: usize,
     failed_rank: Mutex<Option<usize>>,
+    /// Workers may be on other hosts: host tensors travel inline in frames, not through this
+    /// host's shared memory, and worker 0's host copies carry their bytes.
+    inline_data: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,9 +71,10 @@ fn worker_error(rank: usize, w: &WireError) -> Error {
 }
 
 impl Controller {
-    fn new(peers: Vec<Peer>) -> Controller {
+    fn new(peers: Vec<Peer>, inline_data: bool) -> Controller {
         Controller {
             num_workers: peers.len(),
+            inline_data,
             state: Mutex::new(State {
                 peers,
                 next_reg: 0,
@@ -95,7 +99,7 @@ impl Controller {
         let peers = (0..n)
             .map(|rank| Peer::thread(rank, n))
             .collect::<Result<_>>()?;
-        Ok(Controller::new(peers))
+        Ok(Controller::new(peers, false))
     }
 
     /// Worker 0 in a thread of this process, workers 1.. as processes of `program`.
@@ -105,11 +109,27 @@ impl Controller {
         for rank in 1..n {
             peers.push(Peer::process(program, rank, n)?);
         }
-        Ok(Controller::new(peers))
+        Ok(Controller::new(peers, false))
+    }
+
+    /// Workers already running somewhere (started by Ray, say), worker i connected by the
+    /// stream socket `workers[i].0` and described by `workers[i].1` in messages.
+    pub fn connected(workers: Vec<(SocketLink, String)>) -> Result<Controller> {
+        check_count(workers.len())?;
+        let peers = workers
+            .into_iter()
+            .map(|(link, what)| Peer::Connected { link, what })
+            .collect();
+        Ok(Controller::new(peers, true))
     }
 
     pub fn num_workers(&self) -> usize {
         self.num_workers
+    }
+
+    /// Whether host data travels inline (workers may be on other hosts; see `connected`).
+    pub fn inline_data(&self) -> bool {
+        self.inline_data
     }
 
     /// The rank whose failure was raised last, taken (for bindings that attach it to the
@@ -369,26 +389,60 @@ impl Controller {
         nbytes: u64,
         to_worker: bool,
     ) -> Result<()> {
-        let mut st = self.usable()?;
-        let seq = Self::next_seq(&mut st);
-        let cmd = Command::Copy {
+        self.host_copy(|seq| Command::Copy {
             seq,
             reg,
             addr,
             nbytes,
             to_worker,
-        };
-        self.send_to(&mut st, &[0], &cmd)?;
-        // Waited for without a timeout: the worker reads `addr`, which must outlive the copy.
-        match self.wait_reply(&mut st, 0, seq, None)? {
-            Some(Reply::Done { error: Some(e), .. }) => Err(self.raise(0, &e)),
-            Some(Reply::Done { error: None, .. }) => match st.stashed.take() {
-                Some((r, e)) => Err(self.raise(r, &e)),
-                None => Ok(()),
-            },
+        })
+        .map(drop)
+    }
+
+    /// Writes `data` into worker 0's tensor in `reg`, the bytes travelling in the frame (worker 0
+    /// in another process).
+    pub fn copy_in(&self, reg: Reg, data: Vec<u8>) -> Result<()> {
+        self.host_copy(|seq| Command::CopyIn { seq, reg, data })
+            .map(drop)
+    }
+
+    /// Reads worker 0's tensor in `reg` into `out`, the bytes travelling in the frame.
+    pub fn copy_out(&self, reg: Reg, out: &mut [u8]) -> Result<()> {
+        let nbytes = out.len() as u64;
+        match self.host_copy(|seq| Command::CopyOut { seq, reg, nbytes })? {
+            Some(Value::Bytes(b)) if b.len() == out.len() => {
+                out.copy_from_slice(&b);
+                Ok(())
+            }
             _ => Err(Error::runtime_error(
-                "worker 0 answered a copy with something else",
+                "worker 0 answered copy_from_worker_0 with something else",
             )),
+        }
+    }
+
+    /// Sends a host copy to worker 0 and waits for its answer: the bytes copied out, if any.
+    /// Waited for without a timeout: a copy from host memory reads an address that must outlive
+    /// it.
+    fn host_copy(&self, make: impl FnOnce(u64) -> Command) -> Result<Option<Value>> {
+        let mut st = self.usable()?;
+        let seq = Self::next_seq(&mut st);
+        let cmd = make(seq);
+        self.send_to(&mut st, &[0], &cmd)?;
+        let value = match self.wait_reply(&mut st, 0, seq, None)? {
+            Some(Reply::Done { error: Some(e), .. })
+            | Some(Reply::Fetched { result: Err(e), .. }) => return Err(self.raise(0, &e)),
+            Some(Reply::Done { error: None, .. }) => None,
+            Some(Reply::Fetched { result: Ok(v), .. }) => Some(v),
+            None => {
+                return Err(Error::runtime_error(format!(
+                    "worker 0 did not answer {}",
+                    cmd.name()
+                )))
+            }
+        };
+        match st.stashed.take() {
+            Some((r, e)) => Err(self.raise(r, &e)),
+            None => Ok(value),
         }
     }
 

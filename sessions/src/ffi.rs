@@ -4,7 +4,7 @@
 use crate::dref::{DFunction, DModule, DRef};
 use crate::process::WorkerProgram;
 use crate::protocol::PROTOCOL_VERSION;
-use crate::session::{ProcessSession, Session, ThreadSession};
+use crate::session::{ProcessSession, Session, SocketSession, ThreadSession};
 use crate::transport::SocketLink;
 use rffi_core::abi::*;
 use rffi_core::{
@@ -96,6 +96,41 @@ register_global!("session.ProcessSession", |n: i64,
         },
     };
     Ok(session_object(ProcessSession::with_program(n, &program)?))
+});
+
+// `session.SocketSession(fds, descriptions)`: workers already serving on connected stream
+// sockets (a RaySession's actors); the session owns the descriptors from here on, also when this
+// fails.
+register_global!("session.SocketSession", |fds: Array,
+                                           descriptions: Array|
+ -> Result<ObjectRef> {
+    let fds = fds
+        .iter()
+        .map(|f| f.try_as::<i64>())
+        .collect::<Result<Vec<_>>>()?;
+    let words = descriptions
+        .iter()
+        .map(|w| w.try_as::<String>())
+        .collect::<Result<Vec<_>>>()?;
+    if words.len() != fds.len() {
+        return Err(Error::value_error(format!(
+            "session.SocketSession: {} descriptions for {} sockets",
+            words.len(),
+            fds.len()
+        )));
+    }
+    // Every descriptor is taken (and closed on an error) before any is judged.
+    let owned: Vec<Result<std::os::fd::OwnedFd>> = fds.into_iter().map(socket_fd).collect();
+    let workers = owned
+        .into_iter()
+        .zip(words)
+        .map(|(fd, what)| Ok((fd?, what)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(session_object(SocketSession::new(workers)?))
+});
+
+register_global!("session.ProtocolVersion", || -> i64 {
+    PROTOCOL_VERSION as i64
 });
 
 register_global_packed!("session.NumWorkers", |a: &[AnyView<'_>]| {
@@ -254,8 +289,9 @@ register_global!("session.DRefRegister", |d: ObjectRef| -> Result<i64> {
 });
 
 // The loop of a worker process whose program is not `rffi-worker` (a Python interpreter running
-// `rffi.worker`): serves commands on socket `fd` until shutdown or EOF.
-// `[rank, world, fd, protocol, controller pid]`, the worker program's arguments.
+// `rffi.worker`, a Ray actor): serves commands on socket `fd` until shutdown or EOF.
+// `[rank, world, fd, protocol, controller pid]`, the worker program's arguments; controller pid 0:
+// a worker that is not the controller's child (a Ray actor), which stops at the socket's end.
 register_global!("session.ServeWorker", |args: Array| -> Result<()> {
     let n = args
         .iter()
@@ -268,19 +304,26 @@ register_global!("session.ServeWorker", |args: Array| -> Result<()> {
         )));
     };
     let link = worker_link(fd, protocol)?;
-    crate::process::adopt_worker_process(parent, link.raw_fd());
+    if parent > 0 {
+        crate::process::adopt_worker_process(parent, link.raw_fd());
+    }
     crate::worker::serve(rank as usize, world as usize, &link).map_err(Error::runtime_error)
 });
 
 /// The socket a worker process was started with, checked before use.
 pub fn worker_link(fd: i64, protocol: i64) -> Result<SocketLink> {
-    use std::os::fd::FromRawFd;
     if protocol != PROTOCOL_VERSION as i64 {
         return Err(Error::runtime_error(format!(
             "the controller speaks session protocol {protocol} but this worker speaks \
              {PROTOCOL_VERSION}: start workers from the same rffi build"
         )));
     }
+    Ok(SocketLink::new(socket_fd(fd)?))
+}
+
+/// Takes ownership of `fd` if it is an open socket (anything else is left alone).
+fn socket_fd(fd: i64) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
     let fd = i32::try_from(fd).map_err(|_| Error::value_error(format!("bad fd {fd}")))?;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes the struct for a valid fd and fails otherwise.
@@ -291,10 +334,8 @@ pub fn worker_link(fd: i64, protocol: i64) -> Result<SocketLink> {
             "fd {fd} is not the socket of a session worker"
         )));
     }
-    // SAFETY: the fd is an open socket handed to this process for the worker's sole use.
-    Ok(SocketLink::new(unsafe {
-        std::os::fd::OwnedFd::from_raw_fd(fd)
-    }))
+    // SAFETY: the fd is an open socket handed over for the session's sole use.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// Referenced by `librffi` so that the registrations above are linked into it (a linker keeps

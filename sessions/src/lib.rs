@@ -35,4 +35,4 @@ pub mod worker;
 
 pub use dref::{DFunction, DModule, DRef};
 pub use process::WorkerProgram;
-pub use session::{ProcessSession, Session, ThreadSession};
+pub use session::{ProcessSession, Session, SocketSession, ThreadSession};

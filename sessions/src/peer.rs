@@ -1,4 +1,5 @@
-//! The controller's end of one worker: a thread with its mailboxes, or a process with its socket.
+//! The controller's end of one worker: a thread with its mailboxes, a process with its socket, or
+//! a worker someone else started (a Ray actor) connected by a socket.
 
 use crate::process::{describe_status, spawn, Child, WorkerProgram};
 use crate::transport::{Link, SocketLink, ThreadLink};
@@ -15,6 +16,11 @@ pub(crate) enum Peer {
     Process {
         link: SocketLink,
         child: Child,
+    },
+    /// Started and placed by someone else (Ray); `what` says which and where, for messages.
+    Connected {
+        link: SocketLink,
+        what: String,
     },
 }
 
@@ -41,14 +47,15 @@ impl Peer {
     pub(crate) fn link(&self) -> &dyn Link {
         match self {
             Peer::Thread { link, .. } => link,
-            Peer::Process { link, .. } => link,
+            Peer::Process { link, .. } | Peer::Connected { link, .. } => link,
         }
     }
 
+    /// The process id of a worker process this controller started.
     pub(crate) fn pid(&self) -> Option<i32> {
         match self {
             Peer::Process { child, .. } => Some(child.pid()),
-            Peer::Thread { .. } => None,
+            Peer::Thread { .. } | Peer::Connected { .. } => None,
         }
     }
 
@@ -68,11 +75,17 @@ impl Peer {
                 };
                 format!("worker {rank} (a thread of the controller) ended: {why}")
             }
+            // Not our child: its exit status is whoever started it's to tell.
+            Peer::Connected { what, .. } => format!(
+                "worker {rank} ({what}) closed its connection: its process ended or the network \
+                 failed"
+            ),
         }
     }
 
     /// Closes the link (a worker stops at its end) and waits for the worker: a thread is joined,
-    /// a process that is still running at `deadline` is killed; either way it is reaped.
+    /// a process that is still running at `deadline` is killed; either way it is reaped. A
+    /// connected worker stops at the end of its socket; its starter reaps it.
     pub(crate) fn stop(self, deadline: Instant) {
         match self {
             Peer::Thread { link, join } => {
@@ -88,6 +101,7 @@ impl Peer {
                     child.kill_and_reap();
                 }
             }
+            Peer::Connected { link, .. } => drop(link),
         }
     }
 }

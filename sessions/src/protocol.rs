@@ -12,7 +12,7 @@ use crate::codec::{Reader, Value, WireError, Writer};
 use rffi_core::{DataType, Device, Error, Result};
 
 /// Bumped when the encoding changes; a worker started from another build refuses to serve.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A register id: slot `k` of every worker's register file.
 pub type Reg = u64;
@@ -71,6 +71,20 @@ pub enum Command {
         nbytes: u64,
         to_worker: bool,
     },
+    /// Worker 0 in another process (perhaps on another host): writes `data` into the tensor in
+    /// `reg`. Answered with `Done`.
+    CopyIn {
+        seq: u64,
+        reg: Reg,
+        data: Vec<u8>,
+    },
+    /// Worker 0 in another process: answered with `Fetched` holding the bytes of the tensor in
+    /// `reg` (`nbytes` of them: the controller's host array, checked by the worker).
+    CopyOut {
+        seq: u64,
+        reg: Reg,
+        nbytes: u64,
+    },
     Shutdown,
 }
 
@@ -104,6 +118,8 @@ const C_SYNC: u8 = 7;
 const C_FETCH: u8 = 8;
 const C_COPY: u8 = 9;
 const C_SHUTDOWN: u8 = 10;
+const C_COPY_IN: u8 = 11;
+const C_COPY_OUT: u8 = 12;
 
 const R_DONE: u8 = 1;
 const R_FETCHED: u8 = 2;
@@ -124,6 +140,8 @@ impl Command {
                 to_worker: true, ..
             } => "copy_to_worker_0",
             Command::Copy { .. } => "copy_from_worker_0",
+            Command::CopyIn { .. } => "copy_to_worker_0",
+            Command::CopyOut { .. } => "copy_from_worker_0",
             Command::Shutdown => "shutdown",
         }
     }
@@ -192,6 +210,18 @@ impl Command {
                 w.u64(*addr);
                 w.u64(*nbytes);
                 w.u8(*to_worker as u8);
+            }
+            Command::CopyIn { seq, reg, data } => {
+                w.u8(C_COPY_IN);
+                w.u64(*seq);
+                w.u64(*reg);
+                w.bytes(data);
+            }
+            Command::CopyOut { seq, reg, nbytes } => {
+                w.u8(C_COPY_OUT);
+                w.u64(*seq);
+                w.u64(*reg);
+                w.u64(*nbytes);
             }
             Command::Shutdown => w.u8(C_SHUTDOWN),
         }
@@ -271,6 +301,16 @@ impl Command {
                 addr: r.u64()?,
                 nbytes: r.u64()?,
                 to_worker: r.u8()? != 0,
+            },
+            C_COPY_IN => Command::CopyIn {
+                seq: r.u64()?,
+                reg: r.u64()?,
+                data: r.bytes()?.to_vec(),
+            },
+            C_COPY_OUT => Command::CopyOut {
+                seq: r.u64()?,
+                reg: r.u64()?,
+                nbytes: r.u64()?,
             },
             C_SHUTDOWN => Command::Shutdown,
             t => return Err(bad(&format!("unknown command tag {t}"))),
@@ -379,6 +419,16 @@ mod tests {
                 addr: 0x1000,
                 nbytes: 16,
                 to_worker: true,
+            },
+            Command::CopyIn {
+                seq: 12,
+                reg: 5,
+                data: vec![1, 2, 3],
+            },
+            Command::CopyOut {
+                seq: 13,
+                reg: 5,
+                nbytes: 3,
             },
             Command::Shutdown,
         ];

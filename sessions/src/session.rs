@@ -1,5 +1,6 @@
-//! The Rust API: `ThreadSession::new(n)` and `ProcessSession::new(n)` make a `Session`; the
-//! Python classes of the same names are thin layers over the `session.*` functions built on it.
+//! The Rust API: `ThreadSession::new(n)`, `ProcessSession::new(n)` and `SocketSession::new(..)`
+//! make a `Session`; the Python classes (and `RaySession`, over `SocketSession`) are thin layers
+//! over the `session.*` functions built on it.
 
 use crate::codec::Value;
 use crate::controller::Controller;
@@ -7,8 +8,10 @@ use crate::dref::{DFunction, DModule, DRef};
 use crate::process::WorkerProgram;
 use crate::protocol::Command;
 use crate::shm_tensor;
+use crate::transport::{SocketLink, MAX_FRAME};
 use rffi_core::ObjectType;
 use rffi_core::{AnyView, DataType, Device, Error, Result, Tensor};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 /// A controller and its workers. Dropping it (or `shutdown`) stops and reaps every worker.
@@ -21,6 +24,11 @@ pub struct ThreadSession;
 
 /// Sessions whose worker 0 is a thread of this process and whose other workers are processes.
 pub struct ProcessSession;
+
+/// Sessions over workers that someone else started (Ray actors, a launcher), each already
+/// connected by a stream socket (TCP across hosts) and serving with `worker::serve`. Host tensors
+/// and worker 0's copies travel inline in the frames.
+pub struct SocketSession;
 
 impl ThreadSession {
     #[allow(clippy::new_ret_no_self)]
@@ -46,6 +54,24 @@ impl ProcessSession {
     }
 }
 
+impl SocketSession {
+    /// Worker i is connected by `workers[i].0` and described by `workers[i].1` in messages
+    /// ("Ray actor 1a2b... on 10.0.0.2, pid 1234").
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(workers: Vec<(OwnedFd, String)>) -> Result<Session> {
+        let links = workers
+            .into_iter()
+            .map(|(fd, what)| (SocketLink::new(fd), what))
+            .collect();
+        Ok(Session {
+            ctl: Arc::new(Controller::connected(links)?),
+        })
+    }
+}
+
+/// The most tensor bytes one call carries inline (a frame also holds the command around them).
+const INLINE_MAX: usize = MAX_FRAME - (1 << 20);
+
 /// Broadcasts a call of `f` with `args` (DRef objects among them become register references).
 pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Result<DRef> {
     if !Arc::ptr_eq(f.controller(), ctl) {
@@ -63,6 +89,15 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
             });
         }
         let t = Tensor::from_object(obj.clone()).ok()?;
+        if ctl.inline_data() {
+            return Some(
+                shm_tensor::bytes_of(&t, INLINE_MAX).map(|data| Value::Tensor {
+                    shape: t.shape().to_vec(),
+                    dtype: t.dtype(),
+                    data,
+                }),
+            );
+        }
         Some(shm_tensor::share(&t).map(|seg| {
             let v = Value::ShmTensor {
                 name: seg.name.clone(),
@@ -146,10 +181,15 @@ impl Session {
         Ok((host.element_ptr() as u64, host.nbytes() as u64))
     }
 
-    /// Copies a host array into worker 0's tensor `dst` (one memcpy: worker 0 shares this
-    /// process's memory). Waits for the copy, after every earlier command of worker 0.
+    /// Copies a host array into worker 0's tensor `dst` (one memcpy where worker 0 shares this
+    /// process's memory; inline in the frame for a connected worker 0). Waits for the copy,
+    /// after every earlier command of worker 0.
     pub fn copy_to_worker_0(&self, host: &Tensor, dst: &DRef) -> Result<()> {
         let (addr, n) = self.check_host(host, dst, "copy_to_worker_0")?;
+        if self.ctl.inline_data() {
+            let data = shm_tensor::bytes_of(host, INLINE_MAX)?;
+            return self.ctl.copy_in(dst.register(), data);
+        }
         // SAFETY: `host` is borrowed for the whole call, which waits for the copy.
         unsafe { self.ctl.copy_worker_0(dst.register(), addr, n, true) }
     }
@@ -161,6 +201,22 @@ impl Session {
             return Err(Error::value_error(
                 "copy_from_worker_0: the host array is read-only",
             ));
+        }
+        if self.ctl.inline_data() {
+            if n as usize > INLINE_MAX {
+                return Err(Error::value_error(format!(
+                    "copy_from_worker_0: {n} bytes are more than a session frame carries from a \
+                     worker on another host ({INLINE_MAX})"
+                )));
+            }
+            let out = if n == 0 {
+                &mut [][..]
+            } else {
+                // SAFETY: `host` is a writable contiguous CPU array of `n` bytes, borrowed for
+                // the whole call.
+                unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n as usize) }
+            };
+            return self.ctl.copy_out(src.register(), out);
         }
         // SAFETY: as in `copy_to_worker_0`; the array is writable.
         unsafe { self.ctl.copy_worker_0(src.register(), addr, n, false) }

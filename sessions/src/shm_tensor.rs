@@ -1,8 +1,11 @@
-//! Host tensors passed to a session call travel through shared memory, never through a socket:
-//! the controller copies the tensor once into a `/dev/shm` segment, the command carries the
-//! segment's name, shape and dtype, and each worker maps it privately (copy-on-write) as a tensor
-//! of its own. The controller unlinks its segments at the next full sync (every worker has
+//! Host tensors passed to a session call travel through shared memory when the workers are on
+//! this host: the controller copies the tensor once into a `/dev/shm` segment, the command carries
+//! the segment's name, shape and dtype, and each worker maps it privately (copy-on-write) as a
+//! tensor of its own. The controller unlinks its segments at the next full sync (every worker has
 //! mapped them by then) and at shutdown.
+//!
+//! Workers that may be on another host (connected by TCP, as a `RaySession`'s are) cannot map this
+//! host's files: their tensors travel inline in the frame (`bytes_of` and `from_bytes`).
 
 use rffi_core::abi::{
     DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
@@ -35,13 +38,7 @@ fn os_error(what: &str, name: &str) -> Error {
 
 /// Copies a contiguous CPU tensor into a new segment.
 pub fn share(t: &Tensor) -> Result<Segment> {
-    if t.device() != Device::cpu() || !t.is_contiguous() {
-        return Err(Error::value_error(format!(
-            "a tensor sent to workers must be a contiguous CPU tensor, got {:?} on {}",
-            t.shape(),
-            t.device().type_name()
-        )));
-    }
+    check_host(t)?;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
@@ -92,6 +89,54 @@ pub fn share(t: &Tensor) -> Result<Segment> {
     // SAFETY: closing our descriptor.
     unsafe { libc::close(fd) };
     result.map(|()| seg)
+}
+
+fn check_host(t: &Tensor) -> Result<()> {
+    if t.device() != Device::cpu() || !t.is_contiguous() {
+        return Err(Error::value_error(format!(
+            "a tensor sent to workers must be a contiguous CPU tensor, got {:?} on {}",
+            t.shape(),
+            t.device().type_name()
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of a contiguous CPU tensor, to travel inline in a frame (at most `max` bytes).
+pub fn bytes_of(t: &Tensor, max: usize) -> Result<Vec<u8>> {
+    check_host(t)?;
+    let n = t.nbytes();
+    if n > max {
+        return Err(Error::value_error(format!(
+            "a tensor of {n} bytes is larger than a session frame ({max} bytes) can carry to a \
+             worker on another host; send it in parts or load it there (load_params)"
+        )));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: a contiguous CPU tensor has `n` readable bytes at its element pointer, alive while
+    // `t` is borrowed.
+    Ok(unsafe { std::slice::from_raw_parts(t.element_ptr().cast::<u8>(), n) }.to_vec())
+}
+
+/// A new CPU tensor of `shape` and `dtype` holding `data` (whose size must match).
+pub fn from_bytes(shape: &[i64], dtype: DataType, data: &[u8]) -> Result<Tensor> {
+    let t = Tensor::empty(shape, dtype, Device::cpu())?;
+    if t.nbytes() != data.len() {
+        return Err(Error::value_error(format!(
+            "a tensor {shape:?} {dtype} needs {} bytes but {} came",
+            t.nbytes(),
+            data.len()
+        )));
+    }
+    if !data.is_empty() {
+        // SAFETY: the new tensor owns `data.len()` contiguous bytes; the two never overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), t.element_ptr().cast::<u8>(), data.len())
+        };
+    }
+    Ok(t)
 }
 
 /// What a worker's mapped tensor owns: the mapping and the shape the DLTensor points at.
@@ -220,6 +265,26 @@ mod tests {
         assert!(!std::path::Path::new(&name).exists());
         // Mapped tensors outlive the name.
         assert_eq!(b.to_vec::<f32>().unwrap()[3], 4.0);
+    }
+
+    #[test]
+    fn inline_tensors_round_trip_and_check_sizes() {
+        let t = Tensor::from_slice(&[1f32, 2., 3.], &[3]).unwrap();
+        let b = bytes_of(&t, 1024).unwrap();
+        let u = from_bytes(&[3], DataType::float(32), &b).unwrap();
+        assert_eq!(u.to_vec::<f32>().unwrap(), [1., 2., 3.]);
+        let e = from_bytes(&[4], DataType::float(32), &b).unwrap_err();
+        assert!(
+            e.message().contains("needs 16 bytes but 12 came"),
+            "{}",
+            e.message()
+        );
+        let e = bytes_of(&t, 8).unwrap_err();
+        assert!(
+            e.message().contains("12 bytes is larger"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

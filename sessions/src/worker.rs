@@ -227,33 +227,58 @@ impl Worker {
                 to_worker,
             } => {
                 let r = self.copy(reg, addr, nbytes, to_worker);
-                if let Err(e) = &r {
-                    self.fail(
-                        e,
-                        "",
-                        if to_worker {
-                            "copy_to_worker_0"
-                        } else {
-                            "copy_from_worker_0"
-                        },
-                    );
-                }
-                return Ok(Step::Reply(Reply::Done {
-                    seq,
-                    error: self.pending.take(),
-                }));
+                return Ok(self.copy_done(seq, r, to_worker));
+            }
+            Command::CopyIn { seq, reg, data } => {
+                let r = self.host_copy_tensor(reg, data.len() as u64).map(|t| {
+                    if !data.is_empty() {
+                        // SAFETY: the tensor is contiguous, on the CPU, and `data.len()` bytes
+                        // long (checked); the two buffers never overlap.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                data.as_ptr(),
+                                t.element_ptr().cast::<u8>(),
+                                data.len(),
+                            )
+                        }
+                    }
+                });
+                return Ok(self.copy_done(seq, r, true));
+            }
+            Command::CopyOut { seq, reg, nbytes } => {
+                let result = match self.pending.take() {
+                    Some(e) => Err(e),
+                    None => self
+                        .host_copy_tensor(reg, nbytes)
+                        .and_then(|t| crate::shm_tensor::bytes_of(&t, usize::MAX))
+                        .map(Value::Bytes)
+                        .map_err(|e| WireError::from_error(&e, "", "copy_from_worker_0")),
+                };
+                return Ok(Step::Reply(Reply::Fetched { seq, result }));
             }
             Command::Shutdown => return Ok(Step::Shutdown),
         }
         Ok(Step::Continue)
     }
 
-    fn copy(&self, reg: Reg, addr: u64, nbytes: u64, to_worker: bool) -> Result<()> {
-        if self.rank != 0 {
-            return Err(Error::runtime_error(
-                "host copies go to worker 0 only (it shares the controller's memory)",
-            ));
+    /// The answer to a host copy: its failure, else the first pending one.
+    fn copy_done(&mut self, seq: u64, r: Result<()>, to_worker: bool) -> Step {
+        if let Err(e) = &r {
+            let what = if to_worker {
+                "copy_to_worker_0"
+            } else {
+                "copy_from_worker_0"
+            };
+            self.fail(e, "", what);
         }
+        Step::Reply(Reply::Done {
+            seq,
+            error: self.pending.take(),
+        })
+    }
+
+    /// The tensor in `reg`, checked as the target of a host copy of `nbytes` bytes.
+    fn host_copy_tensor(&self, reg: Reg, nbytes: u64) -> Result<Tensor> {
         let t: Tensor = self.get(reg)?.try_as()?;
         if !t.is_contiguous() || t.device() != rffi_core::Device::cpu() {
             return Err(Error::value_error(
@@ -268,6 +293,16 @@ impl Worker {
                 t.nbytes()
             )));
         }
+        Ok(t)
+    }
+
+    fn copy(&self, reg: Reg, addr: u64, nbytes: u64, to_worker: bool) -> Result<()> {
+        if self.rank != 0 {
+            return Err(Error::runtime_error(
+                "host copies go to worker 0 only (it shares the controller's memory)",
+            ));
+        }
+        let t = self.host_copy_tensor(reg, nbytes)?;
         let dst = t.element_ptr().cast::<u8>();
         // SAFETY: the controller passes the address of a live host buffer of `nbytes` bytes that
         // it keeps alive until this command is answered; the tensor has `nbytes` bytes too, and

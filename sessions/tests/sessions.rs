@@ -1,8 +1,9 @@
-//! Both session kinds end to end: calls by name, DRef chaining, tensors, failures of every kind,
+//! Every session kind end to end: calls by name, DRef chaining, tensors, failures of every kind,
 //! worker death, shutdown, and register reuse over many calls.
 
 use rffi_core::{Any, DataType, Device, Error, Shape, Tensor};
-use rffi_session::{ProcessSession, Session, ThreadSession, WorkerProgram};
+use rffi_session::transport::{socket_pair, SocketLink};
+use rffi_session::{ProcessSession, Session, SocketSession, ThreadSession, WorkerProgram};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -15,7 +16,25 @@ fn worker_program() -> WorkerProgram {
     }
 }
 
-/// Both kinds with `n` workers.
+/// A session over workers started here as threads, each serving on its end of a socket pair as
+/// a Ray actor serves on its TCP connection (host data travels inline). `serving(rank)`: whether
+/// worker `rank` serves at all, or closes its socket at once.
+fn socket_session(n: usize, serving: impl Fn(usize) -> bool) -> Session {
+    let workers = (0..n)
+        .map(|rank| {
+            let (ours, theirs) = socket_pair().unwrap();
+            if serving(rank) {
+                std::thread::spawn(move || {
+                    rffi_session::worker::serve(rank, n, &SocketLink::new(theirs))
+                });
+            }
+            (ours, format!("test thread {rank}"))
+        })
+        .collect();
+    SocketSession::new(workers).unwrap()
+}
+
+/// Every kind with `n` workers.
 fn sessions(n: usize) -> Vec<(&'static str, Session)> {
     vec![
         ("thread", ThreadSession::new(n).unwrap()),
@@ -23,6 +42,7 @@ fn sessions(n: usize) -> Vec<(&'static str, Session)> {
             "process",
             ProcessSession::with_program(n, &worker_program()).unwrap(),
         ),
+        ("socket", socket_session(n, |_| true)),
     ]
 }
 
@@ -281,6 +301,27 @@ fn a_killed_worker_is_reported_by_rank_without_hanging() {
     for pid in pids {
         assert!(!exists(pid), "worker {pid} still exists");
     }
+}
+
+#[test]
+fn a_connected_worker_that_goes_away_is_reported_by_rank() {
+    let s = socket_session(2, |rank| rank == 0);
+    // Seen when the command is sent (a closed socket) or at the sync.
+    let e = match s.get_global_func("testing.nop") {
+        Err(e) => e,
+        Ok(_) => err_of(s.sync()),
+    };
+    assert!(
+        e.message()
+            .contains("worker 1 (test thread 1) closed its connection"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(s.failed_rank(), Some(1));
+    let e2 = err_of(s.get_global_func("testing.nop"));
+    assert_eq!(e2.message(), e.message());
+    s.shutdown();
+    s.shutdown();
 }
 
 #[test]

@@ -229,6 +229,62 @@ static void test_rust_type(void) {
   RFFIObjectDecRef(make);
 }
 
+static RFFIAny str_arg(const char* s) {
+  RFFIAny a;
+  memset(&a, 0, sizeof(a));
+  a.type_index = kRFFIRawStr;
+  a.v.v_c_str = s;
+  return a;
+}
+
+/* A type with a frozen field, as Python's py_class(frozen=True) registers one: its value is given
+ * when the object is made, and no setter (C's included) changes it afterwards. A Rust type reports
+ * its real size, and the runtime refuses to make one generically. */
+static void test_frozen_value_type(void) {
+  RFFIObjectHandle reg = get_global("ffi.TypeRegisterValueType"),
+                   init = get_global("ffi.ObjectCreateInit"), obj;
+  RFFIByteArray id = ba_of("id"), note = ba_of("note"), point_key;
+  RFFIAny args[8], r, v;
+  int32_t ti, point;
+  const RFFITypeInfo* info;
+  args[0] = str_arg("c_test.FrozenId");
+  memset(&args[1], 0, sizeof(args[1])); /* None: no parent */
+  args[2] = str_arg(
+      "[{\"name\":\"id\",\"type_schema\":\"{\\\"type\\\":\\\"int\\\"}\","
+      "\"frozen\":true},{\"name\":\"note\"}]");
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(reg, args, 3, &r) == 0 && r.type_index == kRFFIInt);
+  ti = (int32_t)r.v.v_int64;
+  args[0] = int_any(ti);
+  args[1] = str_arg("FrozenId()");
+  args[2] = str_arg("id");
+  args[3] = int_any(0);
+  args[4] = int_any(41);
+  memset(&r, 0, sizeof(r));
+  CHECK(RFFIFunctionCall(init, args, 5, &r) == 0 && r.type_index == ti);
+  obj = r.v.v_obj;
+  memset(&v, 0, sizeof(v));
+  CHECK(RFFIObjectGetField(obj, &id, &v) == 0 && v.v.v_int64 == 41);
+  v = int_any(42);
+  CHECK(RFFIObjectSetField(obj, &id, &v) == -1);
+  expect_error("AttributeError", "cannot assign to field `id` of `c_test.FrozenId`: it is frozen");
+  CHECK(RFFIObjectSetField(obj, &note, &v) == 0);
+  RFFIObjectDecRef(obj);
+  /* A value that does not fit names the caller's argument. */
+  args[4] = str_arg("forty-one");
+  CHECK(RFFIFunctionCall(init, args, 5, &r) == -1);
+  expect_error("TypeError", "FrozenId() argument #0 (`id`): expected int, got str");
+
+  point_key = ba_of("testing.TestPoint");
+  CHECK(RFFITypeKeyToIndex(&point_key, &point) == 0);
+  info = RFFIGetTypeInfo(point);
+  CHECK(info != NULL && info->metadata != NULL && info->metadata->total_size > 24);
+  CHECK(RFFIObjectCreate(point, &obj) == -1);
+  expect_error("TypeError", "declared in Rust cannot be created generically");
+  RFFIObjectDecRef(reg);
+  RFFIObjectDecRef(init);
+}
+
 /* A C function registered with its schema and docstring; its metadata and typed-call errors. */
 static int32_t c_scale(void* self, const RFFIAny* args, int32_t n, RFFIAny* result) {
   (void)self;
@@ -315,5 +371,6 @@ int main(void) {
   test_type_info();
   test_objects();
   test_rust_type();
+  test_frozen_value_type();
   return finish("test_objects");
 }

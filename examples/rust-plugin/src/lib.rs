@@ -56,6 +56,22 @@ register_global!(
     |obj: rffi_core::ObjectRef, name: String| rffi_core::reflection::get_field(&obj, &name)
 );
 
+// Writes a field by name (checked against the field's type; a frozen field is refused) and calls
+// a method by name, of objects of any language's types.
+register_global!("rust_plugin.set_field", |obj: rffi_core::ObjectRef,
+                                           name: String,
+                                           value: Any|
+ -> Result<()> {
+    rffi_core::reflection::set_field(&obj, &name, &value.view())
+});
+register_global!("rust_plugin.call_method", |obj: rffi_core::ObjectRef,
+                                             name: String,
+                                             args: Array|
+ -> Result<Any> {
+    let views: Vec<_> = args.iter().collect();
+    rffi_core::reflection::call_method(&obj, &name, &views)
+});
+
 // The stream a kernel would launch on: the host's current stream for the device.
 register_global!("rust_plugin.current_stream", |d: rffi_core::Device| {
     rffi_core::OpaquePtr(rffi_core::stream::current_stream(d))

@@ -74,12 +74,54 @@ pub fn set_field(obj: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()>
             ),
         ));
     }
-    init_field(obj, f, value)
+    store(obj, f, value, &|| {
+        format!("cannot set field `{name}` of `{}`", key_of(index))
+    })
 }
 
 /// Writes the field `f` of `obj` as `set_field` does, frozen or not: for an object still being
 /// built (a structural copy, a deserialized object) that nothing else has seen yet.
-pub(crate) fn init_field(obj: &ObjectRef, f: &RFFIFieldInfo, value: &AnyView<'_>) -> Result<()> {
+pub(crate) fn init_field(
+    obj: &ObjectRef,
+    f: &'static RFFIFieldInfo,
+    value: &AnyView<'_>,
+) -> Result<()> {
+    store(obj, f, value, &|| {
+        format!(
+            "cannot set field `{}` of `{}`",
+            member_name(&f.name),
+            key_of(obj.type_index())
+        )
+    })
+}
+
+/// Makes an object of type `index` (as `create_object`) and gives it the field values `values`
+/// (name, value), frozen fields included: how a generated `__init__` builds a frozen object,
+/// which no setter can change afterwards. A value that does not fit its field is a TypeError
+/// starting with `describe(i)` (`i` indexes `values`), then the expected and actual types.
+pub fn create_with_fields(
+    index: i32,
+    values: &[(&str, AnyView<'_>)],
+    describe: &dyn Fn(usize) -> String,
+) -> Result<ObjectRef> {
+    let obj = create_object(index)?;
+    for (i, (name, value)) in values.iter().enumerate() {
+        let f =
+            find_field(index, name.as_bytes()).ok_or_else(|| no_member(index, "field", name))?;
+        store(&obj, f, value, &|| describe(i))?;
+    }
+    Ok(obj)
+}
+
+/// Writes `value` into the field `f` of `obj` (writable or not: callers decide), through the
+/// field's setter or the built-in accessor, checked against the field's schema and static type.
+/// A mismatch is a TypeError `"{context}: expected ..., got ..."`.
+fn store(
+    obj: &ObjectRef,
+    f: &'static RFFIFieldInfo,
+    value: &AnyView<'_>,
+    context: &dyn Fn() -> String,
+) -> Result<()> {
     let index = obj.type_index();
     let name = member_name(&f.name);
     // SAFETY: the field belongs to the object's type or an ancestor, so its offset is inside.
@@ -115,20 +157,17 @@ pub(crate) fn init_field(obj: &ObjectRef, f: &RFFIFieldInfo, value: &AnyView<'_>
     // A field with a type schema takes what the schema accepts, converted (an int for a float,
     // a list of ints for `List[float]`), before the storage check below.
     let by_schema = match field_schema(f) {
-        Some(s) => Some(s.convert(value).map_err(|e| {
-            Error::type_error(format!(
-                "cannot set field `{name}` of `{}`: {}",
-                key_of(index),
-                e.message()
-            ))
-        })?),
+        Some(s) => Some(
+            s.convert(value)
+                .map_err(|e| Error::type_error(format!("{}: {}", context(), e.message())))?,
+        ),
         None => None,
     };
     let value = &by_schema.as_ref().map_or(*value, Any::view);
     let converted = convert(value, f.field_static_type_index, f.size).map_err(|actual| {
         Error::type_error(format!(
-            "cannot set field `{name}` of `{}`: expected {}, got {actual}",
-            key_of(index),
+            "{}: expected {}, got {actual}",
+            context(),
             expected_name(f.field_static_type_index)
         ))
     })?;

@@ -4,8 +4,9 @@
 
 use super::{access, all_fields, find_field, lineage, member_name};
 use crate::abi::*;
+use crate::any::AnyView;
 use crate::error::{Error, Result};
-use crate::function_registry::register_builtin;
+use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::host::byte_array;
 use crate::schema::json_quote;
 use crate::type_registry::{is_instance, type_info, type_key_to_index};
@@ -93,6 +94,69 @@ register_builtin!("ffi.TypeGetMethod", |key_or_index: Any,
     access::static_method(index_of(&key_or_index)?, &name)
 });
 
+// Packed: (type key or index, the caller's name for messages, then a (field name, argument
+// position, value) triple per field given). The object is made with those field values, frozen
+// fields included; a value that does not fit is a TypeError naming the caller, the argument's
+// position (-1: given by keyword; below: a default) and field, and the expected and actual types:
+// `P.__init__() argument #0 (`mass`): expected float, got str`.
+register_builtin_packed!("ffi.ObjectCreateInit", |args: &[AnyView<'_>]| {
+    if args.len() < 2 || (args.len() - 2) % 3 != 0 {
+        return Err(Error::type_error(format!(
+            "ffi.ObjectCreateInit takes a type, a caller name and (name, position, value) \
+             triples, not {} arguments",
+            args.len()
+        )));
+    }
+    let index = index_of(&args[0].to_owned()?)?;
+    let caller = args[1].try_as::<String>()?;
+    let mut names = Vec::with_capacity((args.len() - 2) / 3);
+    let mut positions = Vec::with_capacity(names.capacity());
+    for t in args[2..].chunks(3) {
+        names.push(t[0].try_as::<String>()?);
+        positions.push(t[1].try_as::<i64>()?);
+    }
+    let values: Vec<(&str, AnyView<'_>)> = names
+        .iter()
+        .zip(args[2..].chunks(3))
+        .map(|(n, t)| (n.as_str(), t[2]))
+        .collect();
+    let describe = |i: usize| match positions[i] {
+        p if p >= 0 => format!("{caller} argument #{p} (`{}`)", names[i]),
+        -1 => format!("{caller} keyword argument `{}`", names[i]),
+        _ => format!("{caller} default of field `{}`", names[i]),
+    };
+    Ok(Any::from(access::create_with_fields(
+        index, &values, &describe,
+    )?))
+});
+
+register_builtin!("ffi.TypeRegisterMethod", |key_or_index: Any,
+                                             name: String,
+                                             method: Function,
+                                             doc: String,
+                                             is_static: bool,
+                                             metadata: String|
+ -> Result<()> {
+    let index = index_of(&key_or_index)?;
+    if !metadata.is_empty() {
+        crate::function_metadata::check_metadata(&metadata)?;
+    }
+    let value = Any::from(method);
+    let info = RFFIMethodInfo {
+        name: byte_array(name.as_bytes()),
+        doc: byte_array(doc.as_bytes()),
+        metadata: byte_array(metadata.as_bytes()),
+        flags: if is_static {
+            kRFFIFieldFlagBitMaskIsStaticMethod
+        } else {
+            0
+        },
+        method: *value.as_raw(),
+    };
+    // SAFETY: every pointer in `info` borrows a local alive for the call.
+    unsafe { super::register_method(index, &info) }
+});
+
 register_builtin!(
     "ffi.ObjectCreate",
     |key_or_index: Any| -> Result<ObjectRef> { access::create_object(index_of(&key_or_index)?) }
@@ -125,7 +189,9 @@ register_builtin!("ffi.TypeKeyToIndex", |key: String| -> Result<i64> {
 /// Registers a type whose fields are values stored in the object (16 bytes each, after the
 /// parent's), type-checked on write against their schemas: how a language without its own object
 /// layout (Python's `py_class`) defines types every language can read. `fields` is a JSON array
-/// of `{"name", "doc", "flags", "type_schema"}`. Registering the same key again returns its index.
+/// of `{"name", "doc", "flags", "type_schema", "frozen"}`; a frozen field is written only when
+/// its object is made (`create_with_fields`), never by a setter. Registering the same key again
+/// returns its index.
 pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) -> Result<i32> {
     let parent_index = parent.unwrap_or(kRFFIObject);
     let base = match parent_index {
@@ -160,6 +226,10 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
             .ok_or_else(|| Error::value_error("each field needs a \"name\""))?;
         let doc = f.get("doc").and_then(|v| v.as_str()).unwrap_or("");
         let flags = f.get("flags").and_then(|v| v.as_i64()).unwrap_or(0);
+        let writable = match f.get("frozen") {
+            Some(crate::schema::JsonValue::Bool(true)) => 0,
+            _ => kRFFIFieldFlagBitMaskWritable,
+        };
         let metadata = match f.get("type_schema").and_then(|v| v.as_str()) {
             Some(s) => {
                 crate::schema::TypeSchema::from_json(s)?;
@@ -171,7 +241,7 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
             name: byte_array(name.as_bytes()),
             doc: byte_array(doc.as_bytes()),
             metadata: byte_array(metadata.as_bytes()),
-            flags: (flags | kRFFIFieldFlagBitMaskWritable)
+            flags: (flags & !kRFFIFieldFlagBitMaskWritable | writable)
                 & !(kRFFIFieldFlagBitMaskHasDefault | kRFFIFieldFlagBitMaskSetterIsFunctionObj),
             size: 16,
             alignment: 8,

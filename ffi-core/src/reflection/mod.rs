@@ -12,7 +12,9 @@ mod object_def;
 pub mod spec;
 pub mod type_attr;
 
-pub use access::{call_method, create_object, default_of, get_field, set_field, static_method};
+pub use access::{
+    call_method, create_object, create_with_fields, default_of, get_field, set_field, static_method,
+};
 pub(crate) use access::{init_field, read_field};
 #[doc(hidden)]
 pub use object_def::{field_value_error, next_field_value};
@@ -199,6 +201,10 @@ pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<
             "method `{name}` of `{key}` must be a Function, not {}",
             method.view().type_name()
         )));
+    }
+    // Errors inside the method name it by its type (`my.Point.norm`), unless it has a name.
+    if let Ok(f) = method.try_as::<Function>() {
+        f.set_name(&format!("{key}.{name}"));
     }
     let mut m = *info;
     with_entry_mut(type_index, |entry, w| {

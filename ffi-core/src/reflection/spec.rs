@@ -153,10 +153,17 @@ impl MethodSpec {
     }
     pub fn register(self, type_index: i32) -> Result<()> {
         let value = Any::from(self.function.clone());
+        // The method's signature, as tvm-ffi records it: `{"type_schema": "<schema JSON>"}`.
+        let metadata = self.function.signature().map_or(String::new(), |s| {
+            format!(
+                r#"{{"type_schema":{}}}"#,
+                crate::schema::json_quote(&s.to_json())
+            )
+        });
         let info = RFFIMethodInfo {
             name: byte_array(self.name.as_bytes()),
             doc: byte_array(self.doc.as_bytes()),
-            metadata: byte_array(b""),
+            metadata: byte_array(metadata.as_bytes()),
             flags: self.flags,
             method: *value.as_raw(),
         };
@@ -165,19 +172,26 @@ impl MethodSpec {
     }
 }
 
-/// The type-wide docstring of an `object_type!`. Its `total_size` stays 0: the runtime never
-/// allocates a Rust type itself (`RFFIObjectCreate` refuses it, and no type a binding defines
-/// extends it), since its fields need Rust's construction and drop.
-pub fn register_type_doc(type_index: i32, doc_lines: &[&str], _size: usize) -> Result<()> {
+/// The type-wide metadata of an `object_type!`: its docstring, its real size (`total_size`, what
+/// reflection reports) and a `creator` that refuses: a Rust type's fields need Rust's
+/// construction and drop, so `RFFIObjectCreate` cannot make one from zeroed memory; its objects
+/// are made by its `__ffi_init__` or in Rust.
+pub fn register_type_doc(type_index: i32, doc_lines: &[&str], size: usize) -> Result<()> {
     let doc = doc_lines
         .iter()
         .map(|l| l.strip_prefix(' ').unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n");
+    let total_size = i32::try_from(size).map_err(|_| {
+        crate::Error::value_error(format!(
+            "`{}` is {size} bytes, more than a type's total_size can say",
+            crate::type_registry::type_name(type_index)
+        ))
+    })?;
     let meta = RFFITypeMetadata {
         doc: byte_array(doc.as_bytes()),
-        creator: None,
-        total_size: 0,
+        creator: Some(refuse_generic_creation),
+        total_size,
         structural_eq_hash_kind: 0,
     };
     // SAFETY: the doc borrows a local alive for the call.
@@ -200,6 +214,15 @@ pub fn register_from_fields<T: ObjectDef>(type_index: i32) -> Result<()> {
         Ok(Obj::new(v).into())
     });
     super::type_attr::register_type_attr(type_index, super::type_attr::FROM_FIELDS_ATTR, f.into())
+}
+
+/// The `creator` of every `object_type!` (see `register_type_doc`).
+unsafe extern "C" fn refuse_generic_creation(_out: *mut RFFIObjectHandle) -> i32 {
+    crate::error::set_raised(crate::Error::type_error(
+        "a type declared in Rust cannot be created generically: make its objects with its \
+         `__ffi_init__` or in Rust",
+    ));
+    -1
 }
 
 /// Whether a type already has members (declared by another image of the same crate): then its

@@ -1,18 +1,18 @@
 //! Builtin functions for the package's own hot paths, made with `PyCFunction_NewEx` (no ctypes
-//! call, no Python frame): releasing a reference (`dec_ref`, for the decoders), `rffi.from_dlpack`
-//! (`from_dlpack`, which builds the Tensor wrapper itself), and `Object.__del__` (`release`, a
-//! method descriptor made with `PyDescr_NewMethod`).
+//! call, no Python frame): releasing a reference (`dec_ref`, for the decoders) and
+//! `rffi.from_dlpack` itself (`from_dlpack`, which imports the producer and builds the Tensor
+//! wrapper in one native call).
 
-use super::call::raise_runtime_error;
+use super::call::{forward, raise_runtime_error};
 use super::cpython::*;
-use super::{hooks, tensors};
+use super::{hooks, object_type, tensors};
 use rffi_core::abi::*;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `dec_ref(handle)`: releases one reference to the object at `handle` (an int; 0 is ignored),
 /// with the GIL held (a deleter that needs it, such as numpy's, then does not wait for it).
-unsafe extern "C" fn dec_ref(_module: PyObj, arg: PyObj) -> PyObj {
+unsafe extern "C" fn dec_ref(_context: PyObj, arg: PyObj) -> PyObj {
     guarded(|api| {
         // SAFETY: GIL held (a builtin's call); `arg` is a live object.
         unsafe {
@@ -29,126 +29,45 @@ unsafe extern "C" fn dec_ref(_module: PyObj, arg: PyObj) -> PyObj {
     })
 }
 
-/// `from_dlpack(obj, cls)`: `obj` imported natively as a Tensor and wrapped in a new instance of
-/// `cls` (a subclass of the package's Object), or None when the package's Python code must do it.
-unsafe extern "C" fn from_dlpack(_module: PyObj, args: *const PyObj, nargs: isize) -> PyObj {
+/// `rffi.from_dlpack(obj, *, require_alignment=0, require_contiguous=False)`. Its context is the
+/// tuple `(Tensor, python_from_dlpack)`: a Tensor is returned as it is, a producer the call path
+/// imports natively (a DLPack exchange API, a host-memory `__dlpack__` whose rule the conversion
+/// table knows) becomes a new Tensor wrapper here, and everything else (keywords, capsules, new
+/// types, every error to word) goes to `python_from_dlpack` with the same arguments.
+unsafe extern "C" fn from_dlpack(
+    context: PyObj,
+    args: *const PyObj,
+    nargsf: usize,
+    kwnames: PyObj,
+) -> PyObj {
     guarded(|api| {
-        let Some(h) = hooks() else {
-            return api.none();
-        };
-        // SAFETY: GIL held; `nargs` borrowed arguments (the fastcall contract).
+        // SAFETY: GIL held; `nargs` borrowed arguments and the keyword names (the fastcall
+        // contract); the context is the tuple the package bound (`make`).
         unsafe {
-            if nargs != 2 {
-                (api.PyErr_SetString)(
-                    api.PyExc_TypeError,
-                    c"from_dlpack(obj, cls) takes 2 arguments".as_ptr(),
-                );
+            let nargs = nargsf & !PY_VECTORCALL_ARGUMENTS_OFFSET;
+            let tensor_cls = (api.PyTuple_GetItem)(context, 0);
+            let python = (api.PyTuple_GetItem)(context, 1);
+            if tensor_cls.is_null() || python.is_null() {
                 return std::ptr::null_mut();
             }
-            let (obj, cls) = (*args, *args.add(1));
-            if (api.PyType_IsSubtype)(api.type_of(cls), api.type_of(h.object_type)) == 0
-                || (api.PyType_IsSubtype)(cls, h.object_type) == 0
-            {
-                (api.PyErr_SetString)(
-                    api.PyExc_TypeError,
-                    c"from_dlpack: cls must be a subclass of rffi.Object".as_ptr(),
-                );
-                return std::ptr::null_mut();
+            let plain = nargs == 1 && (kwnames.is_null() || (api.PyTuple_Size)(kwnames) == 0);
+            if let (true, Some(h)) = (plain, hooks()) {
+                let obj = *args;
+                let t = api.type_of(obj);
+                if t == tensor_cls || (api.PyType_IsSubtype)(t, tensor_cls) != 0 {
+                    (api.Py_IncRef)(obj);
+                    return obj;
+                }
+                match tensors::from_dlpack(api, h, obj) {
+                    0 if !(api.PyErr_Occurred)().is_null() => return std::ptr::null_mut(),
+                    0 => {}
+                    -1 => return raise_runtime_error(api, h),
+                    handle => return object_type::wrap(api, h.rt, tensor_cls, handle, kRFFITensor),
+                }
             }
-            match tensors::from_dlpack(api, h, obj) {
-                0 if !(api.PyErr_Occurred)().is_null() => std::ptr::null_mut(),
-                0 => api.none(),
-                -1 => raise_runtime_error(api, h),
-                handle => wrap(api, h, cls, handle, kRFFITensor),
-            }
+            forward(api, python, None, args, nargs, kwnames)
         }
     })
-}
-
-/// A new `cls` instance taking over the reference `handle` (of type `type_index`), its `_h` and
-/// `_ti` slots written in place; NULL with an error set (the reference released) on failure.
-///
-/// # Safety
-/// GIL held; `cls` a subclass of the package's Object class.
-unsafe fn wrap(api: &Api, h: &super::Hooks, cls: PyObj, handle: i64, type_index: i32) -> PyObj {
-    // SAFETY: GIL held; a fresh instance's slots are NULL, and each takes the new reference made
-    // for it (what assigning the attribute does).
-    unsafe {
-        let o = (api.PyType_GenericAlloc)(cls, 0);
-        let hv = (api.PyLong_FromLongLong)(handle);
-        let tv = (api.PyLong_FromLongLong)(type_index as i64);
-        if o.is_null() || hv.is_null() || tv.is_null() {
-            for x in [o, hv, tv] {
-                if !x.is_null() {
-                    (api.Py_DecRef)(x);
-                }
-            }
-            (h.rt.object_dec_ref)(handle as usize as RFFIObjectHandle);
-            return std::ptr::null_mut();
-        }
-        let base = o.cast::<u8>();
-        *base.add(h.handle_slot).cast::<PyObj>() = hv;
-        *base.add(h.tidx_slot).cast::<PyObj>() = tv;
-        o
-    }
-}
-
-/// `Object.__del__`: releases the wrapper's reference once (its handle becomes 0), with the GIL
-/// held. Function instances of the native type keep the handle in their native fields.
-unsafe extern "C" fn release(obj: PyObj, _unused: PyObj) -> PyObj {
-    guarded(|api| {
-        let Some(h) = hooks() else {
-            return api.none();
-        };
-        // SAFETY: GIL held (a finalizer's call); `obj` is an instance of the package's Object
-        // class (the descriptor is only installed there), whose `_h` slot is at `handle_slot`.
-        unsafe {
-            let handle = if (api.PyType_IsSubtype)(api.type_of(obj), h.func_type) != 0 {
-                let f = super::function_type::fields(h, obj);
-                std::mem::replace(&mut f.handle, 0)
-            } else {
-                let slot = obj.cast::<u8>().add(h.handle_slot).cast::<PyObj>();
-                let v = *slot;
-                if v.is_null() {
-                    return api.none();
-                }
-                let handle = (api.PyLong_AsLongLong)(v);
-                if handle == -1 && !(api.PyErr_Occurred)().is_null() {
-                    (api.PyErr_Clear)(); // not a handle: nothing to release
-                    return api.none();
-                }
-                if handle != 0 {
-                    let zero = (api.PyLong_FromLongLong)(0);
-                    if zero.is_null() {
-                        return std::ptr::null_mut();
-                    }
-                    *slot = zero;
-                    (api.Py_DecRef)(v);
-                }
-                handle
-            };
-            if handle != 0 {
-                (h.rt.object_dec_ref)(handle as usize as RFFIObjectHandle);
-            }
-            api.none()
-        }
-    })
-}
-
-/// `Object.__del__` for the class `cls` (a method descriptor, new reference), or NULL with an
-/// error set.
-///
-/// # Safety
-/// GIL held; `cls` the package's Object class.
-pub(super) unsafe fn make_release(api: &Api, cls: PyObj) -> PyObj {
-    let def = Box::leak(Box::new(PyMethodDef {
-        name: c"__del__".as_ptr(),
-        meth: release as *mut c_void,
-        flags: METH_NOARGS,
-        doc: c"Releases the wrapper's reference to its object (once).".as_ptr(),
-    }));
-    // SAFETY: GIL held; a complete, leaked definition; `cls` a type (contract).
-    unsafe { (api.PyDescr_NewMethod)(cls, def) }
 }
 
 /// Runs a builtin's body with the table, turning a panic into a RuntimeError.
@@ -168,14 +87,25 @@ fn guarded(body: impl FnOnce(&'static Api) -> PyObj) -> PyObj {
     })
 }
 
-/// Makes the builtin `name` (a new reference), or NULL with a Python error set.
+/// Makes the builtin `name` bound to `context` (a new reference), or NULL with a Python error
+/// set. `from_dlpack` needs the tuple `(Tensor, python_from_dlpack)`; `dec_ref` ignores it.
 ///
 /// # Safety
-/// GIL held; the table is initialized.
-pub(super) unsafe fn make(api: &Api, name: &CStr) -> PyObj {
-    let (meth, flags): (*mut c_void, _) = match name.to_bytes() {
-        b"dec_ref" => (dec_ref as *mut c_void, METH_O),
-        b"from_dlpack" => (from_dlpack as *mut c_void, METH_FASTCALL),
+/// GIL held; the table is initialized; `context` a live object.
+pub(super) unsafe fn make(api: &Api, name: &CStr, context: PyObj) -> PyObj {
+    let (meth, flags, doc): (*mut c_void, _, &CStr) = match name.to_bytes() {
+        b"dec_ref" => (
+            dec_ref as *mut c_void,
+            METH_O,
+            c"dec_ref(handle, /)\n--\n\nReleases one reference to the object at `handle`.",
+        ),
+        b"from_dlpack" => (
+            from_dlpack as *mut c_void,
+            METH_FASTCALL | METH_KEYWORDS,
+            c"from_dlpack(obj, /, *, require_alignment=0, require_contiguous=False)\n--\n\n\
+              A Tensor sharing the memory of `obj`: anything with `__dlpack__` (numpy, torch, \
+              cupy, jax arrays, rffi Tensors) or a DLPack capsule. No copy is made.",
+        ),
         _ => {
             // SAFETY: GIL held; static message.
             unsafe {
@@ -192,8 +122,9 @@ pub(super) unsafe fn make(api: &Api, name: &CStr) -> PyObj {
         name: Box::leak(name.to_owned().into_boxed_c_str()).as_ptr(),
         meth,
         flags,
-        doc: std::ptr::null::<c_char>(),
+        doc: doc.as_ptr(),
     }));
-    // SAFETY: GIL held; a complete, leaked definition; no self, no module.
-    unsafe { (api.PyCFunction_NewEx)(def, std::ptr::null_mut(), std::ptr::null_mut()) }
+    // SAFETY: GIL held; a complete, leaked definition; the function keeps its own reference to
+    // `context`.
+    unsafe { (api.PyCFunction_NewEx)(def, context, std::ptr::null_mut()) }
 }

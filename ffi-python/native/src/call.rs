@@ -5,19 +5,21 @@
 use super::convert::{call2, pack, plain_to_python, Packed, MAX_ARGS};
 use super::cpython::*;
 use super::function_type::fields;
+use super::object_type;
 use super::tensors::Imports;
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The Python path: `fallback(callable, *args, **kwargs)`.
+/// `f(*first, *args, **kwargs)` for vectorcall arguments (`n` positional ones, then the values
+/// of `kwnames`): how the native entry points hand a call to the package's Python code.
 ///
 /// # Safety
 /// GIL held; the vectorcall arguments as received.
-unsafe fn call_python(
+pub(super) unsafe fn forward(
     api: &Api,
-    h: &Hooks,
-    callable: PyObj,
+    f: PyObj,
+    first: Option<PyObj>,
     args: *const PyObj,
     n: usize,
     kwnames: PyObj,
@@ -30,16 +32,19 @@ unsafe fn call_python(
         } else {
             (api.PyTuple_Size)(kwnames) as usize
         };
-        let tuple = (api.PyTuple_New)((n + 1) as Py_ssize_t);
+        let skip = first.is_some() as usize;
+        let tuple = (api.PyTuple_New)((n + skip) as Py_ssize_t);
         if tuple.is_null() {
             return tuple;
         }
-        (api.Py_IncRef)(callable);
-        (api.PyTuple_SetItem)(tuple, 0, callable);
+        if let Some(o) = first {
+            (api.Py_IncRef)(o);
+            (api.PyTuple_SetItem)(tuple, 0, o);
+        }
         for k in 0..n {
             let a = *args.add(k);
             (api.Py_IncRef)(a);
-            (api.PyTuple_SetItem)(tuple, (k + 1) as Py_ssize_t, a);
+            (api.PyTuple_SetItem)(tuple, (k + skip) as Py_ssize_t, a);
         }
         let mut kwargs = std::ptr::null_mut();
         if nkw > 0 {
@@ -57,7 +62,7 @@ unsafe fn call_python(
                 }
             }
         }
-        let r = (api.PyObject_Call)(h.fallback, tuple, kwargs);
+        let r = (api.PyObject_Call)(f, tuple, kwargs);
         (api.Py_DecRef)(tuple);
         if !kwargs.is_null() {
             (api.Py_DecRef)(kwargs);
@@ -110,19 +115,65 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                 (h.rt.object_dec_ref)(obj.cast());
                 s
             }
-            _ => {
-                let word = (r.type_index as u32 as i64) | ((r.small_str_len as i64) << 32);
-                let w = (api.PyLong_FromLongLong)(word);
-                let p = (api.PyLong_FromLongLong)(r.v.v_int64);
-                call2(api, h.decode, w, p).unwrap_or_else(|| {
-                    // Not handed over: the object result is still ours to release.
-                    if r.type_index >= kRFFIStaticObjectBegin {
-                        (h.rt.object_dec_ref)(r.v.v_obj.cast());
-                    }
-                    std::ptr::null_mut()
-                })
+            ti if ti >= kRFFIStaticObjectBegin => {
+                if let Some(o) = wrap_result(api, h, ti, r.v.v_int64) {
+                    return o;
+                }
+                decode_python(api, h, r)
             }
+            _ => decode_python(api, h, r),
         }
+    }
+}
+
+/// An object result as a new wrapper of the class the package registered for its type index,
+/// made here when that class does not define `__new__` and no decoder turns the type into a plain
+/// Python value; None (nothing done, nothing set) otherwise.
+///
+/// # Safety
+/// GIL held; `handle` an owned reference to an object of type `ti`.
+#[inline(always)]
+unsafe fn wrap_result(api: &Api, h: &Hooks, ti: i32, handle: i64) -> Option<PyObj> {
+    // SAFETY: GIL held; borrowed lookups with a key released here.
+    unsafe {
+        let key = (api.PyLong_FromLongLong)(ti as i64);
+        if key.is_null() {
+            (api.PyErr_Clear)();
+            return None;
+        }
+        let cls = if (api.PyDict_GetItem)(h.decoders, key).is_null() {
+            (api.PyDict_GetItem)(h.classes, key)
+        } else {
+            std::ptr::null_mut()
+        };
+        (api.Py_DecRef)(key);
+        if cls.is_null()
+            || !object_type::is_wrapper_type(api, cls)
+            || !object_type::wraps_natively(api, cls)
+        {
+            return None;
+        }
+        Some(object_type::wrap(api, h.rt, cls, handle, ti))
+    }
+}
+
+/// A result the package's `decode(type_word, payload)` converts (taking over an object).
+///
+/// # Safety
+/// GIL held; `r` an owned value just returned by a call.
+unsafe fn decode_python(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
+    // SAFETY: GIL held; the payload is read per the type index.
+    unsafe {
+        let word = (r.type_index as u32 as i64) | ((r.small_str_len as i64) << 32);
+        let w = (api.PyLong_FromLongLong)(word);
+        let p = (api.PyLong_FromLongLong)(r.v.v_int64);
+        call2(api, h.decode, w, p).unwrap_or_else(|| {
+            // Not handed over: the object result is still ours to release.
+            if r.type_index >= kRFFIStaticObjectBegin {
+                (h.rt.object_dec_ref)(r.v.v_obj.cast());
+            }
+            std::ptr::null_mut()
+        })
     }
 }
 
@@ -172,12 +223,12 @@ unsafe fn call(
 ) -> PyObj {
     // SAFETY: GIL held; `kwnames` is NULL or a tuple.
     let has_kw = !kwnames.is_null() && unsafe { (api.PyTuple_Size)(kwnames) } != 0;
-    let f = fields(h, callable);
-    let handle = f.handle;
-    let release = f.release_gil != 0;
+    let release = fields(h, callable).release_gil != 0;
+    // SAFETY: instances of the Function type use the wrapper storage (checked when it was made).
+    let handle = unsafe { object_type::fields(callable) }.handle;
     if has_kw || n > MAX_ARGS || handle == 0 {
         // SAFETY: forwarded.
-        return unsafe { call_python(api, h, callable, args, n, kwnames) };
+        return unsafe { forward(api, h.fallback, Some(callable), args, n, kwnames) };
     }
     // SAFETY: RFFIAny and RFFIByteArray are plain data; all-zero is None / an empty array.
     let mut packed: [RFFIAny; MAX_ARGS] = unsafe { std::mem::zeroed() };
@@ -193,7 +244,7 @@ unsafe fn call(
         Packed::Python { error: false } => {
             imports.release(); // the Python path converts every argument again
                                // SAFETY: forwarded.
-            return unsafe { call_python(api, h, callable, args, n, kwnames) };
+            return unsafe { forward(api, h.fallback, Some(callable), args, n, kwnames) };
         }
     }
     // SAFETY: all-zero is the None value the result slot must hold before the call.

@@ -10,7 +10,7 @@
 
 use super::callback;
 use super::cpython::*;
-use super::function_type::fields;
+use super::object_type;
 use super::tensors::{self, ImportError, Imports};
 use super::Hooks;
 use rffi_core::abi::*;
@@ -247,7 +247,7 @@ unsafe fn pack_one(
             return Ok(true);
         }
         if t == h.func_type {
-            let f = fields(h, a);
+            let f = object_type::fields(a);
             if f.handle == 0 {
                 return Ok(false); // released: the Python path says so
             }
@@ -313,32 +313,18 @@ fn small(slot: &mut RFFIAny, ti: i32, bytes: &[u8]) {
 }
 
 /// `(a._tidx, a._handle)` of a runtime object wrapper (`t` its type), or None with a Python
-/// error set. Instances of the package's Object class hold both in its slots, read in place;
-/// Function subclasses in the native fields; anything else through attribute lookups.
+/// error set. Wrappers (the package's Object and its subclasses) hold both in the native
+/// storage, read in place; anything else the table sends here is read through attribute
+/// lookups.
 ///
 /// # Safety
 /// GIL held; `a` live, `t` its type.
 unsafe fn object_fields(api: &Api, h: &Hooks, a: PyObj, t: PyObj) -> Option<(i32, i64)> {
     // SAFETY: GIL held; `a` is an instance of `t`.
     unsafe {
-        if (api.PyType_IsSubtype)(t, h.func_type) != 0 {
-            let f = fields(h, a);
+        if object_type::is_wrapper_type(api, t) {
+            let f = object_type::fields(a);
             return Some((f.type_index, f.handle));
-        }
-        if (api.PyType_IsSubtype)(t, h.object_type) != 0 {
-            // The Object class's slots (offsets probed by the package): borrowed ints, or NULL
-            // when unset (then the Python path raises its AttributeError).
-            let base = a.cast::<u8>();
-            let hv = *base.add(h.handle_slot).cast::<PyObj>();
-            let tv = *base.add(h.tidx_slot).cast::<PyObj>();
-            if !hv.is_null() && !tv.is_null() {
-                let handle = (api.PyLong_AsLongLong)(hv);
-                let ti = (api.PyLong_AsLongLong)(tv);
-                if (handle == -1 || ti == -1) && !(api.PyErr_Occurred)().is_null() {
-                    return None;
-                }
-                return Some((ti as i32, handle));
-            }
         }
     }
     // SAFETY: GIL held; new references, released here.

@@ -48,13 +48,16 @@ pub(crate) struct PyMethodDef {
     pub doc: *const c_char,
 }
 
-pub(crate) const METH_NOARGS: c_int = 0x0004;
 pub(crate) const METH_O: c_int = 0x0008;
 pub(crate) const METH_FASTCALL: c_int = 0x0080;
+pub(crate) const METH_KEYWORDS: c_int = 0x0002;
 pub(crate) const Py_tp_call: c_int = 50;
+pub(crate) const Py_tp_dealloc: c_int = 52;
 pub(crate) const Py_tp_doc: c_int = 56;
 pub(crate) const Py_tp_new: c_int = 65;
 pub(crate) const Py_tp_members: c_int = 72;
+pub(crate) const Py_tp_free: c_int = 74;
+pub(crate) const Py_tp_finalize: c_int = 80;
 pub(crate) const T_INT: c_int = 1;
 pub(crate) const T_BOOL: c_int = 14;
 pub(crate) const T_LONGLONG: c_int = 17;
@@ -117,11 +120,16 @@ table! {
     f PyObject_Type: unsafe extern "C" fn(PyObj) -> PyObj,
     f PyType_FromSpecWithBases: unsafe extern "C" fn(*mut PyType_Spec, PyObj) -> PyObj,
     f PyType_GenericAlloc: unsafe extern "C" fn(PyObj, Py_ssize_t) -> PyObj,
+    f PyType_GenericNew: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> PyObj,
+    f PyType_GetSlot: unsafe extern "C" fn(PyObj, c_int) -> *mut c_void,
     f PyType_IsSubtype: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f PyVectorcall_Call: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> PyObj,
     f PyObject_VectorcallMethod: unsafe extern "C" fn(PyObj, *const PyObj, usize, PyObj) -> PyObj,
+    f PyObject_VectorcallDict: unsafe extern "C" fn(PyObj, *const PyObj, usize, PyObj) -> PyObj,
     f PyEval_SaveThread: unsafe extern "C" fn() -> *mut c_void,
     f PyEval_RestoreThread: unsafe extern "C" fn(*mut c_void),
+    // `_PyThreadState_UncheckedGet` before 3.13 (the package resolves the older name).
+    f PyThreadState_GetUnchecked: unsafe extern "C" fn() -> *mut c_void,
     f PyCapsule_IsValid: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
     f PyCapsule_GetPointer: unsafe extern "C" fn(PyObj, *const c_char) -> *mut c_void,
     f PyCapsule_SetName: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
@@ -134,7 +142,6 @@ table! {
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,
     f Py_GetRecursionLimit: unsafe extern "C" fn() -> c_int,
     f PyCFunction_NewEx: unsafe extern "C" fn(*mut PyMethodDef, PyObj, PyObj) -> PyObj,
-    f PyDescr_NewMethod: unsafe extern "C" fn(PyObj, *mut PyMethodDef) -> PyObj,
     f Py_SetRecursionLimit: unsafe extern "C" fn(c_int),
     o _Py_NoneStruct: PyObj,
     o _Py_TrueStruct: PyObj,

@@ -1,31 +1,28 @@
 //! The `rffi.Function` type of the native path: a heap type built through `PyType_FromSpec`,
 //! whose instances are called through vectorcall (see `call`).
 //!
-//! An instance is the package's Python Function layout (`fields` bytes) followed by
-//! [`Fields`]. The `_h` and `_ti` members of the native type shadow the Python slots of the
-//! same names, so Python code reads and writes the native fields.
+//! An instance is the package's Python Function layout (`fields` bytes: the wrapper storage of
+//! `object_type`, which holds the handle and type index, then the Python slots) followed by
+//! [`Fields`].
 #![allow(non_upper_case_globals)]
 
 use super::call::vectorcall;
 use super::cpython::*;
-use super::{hooks, publish_hooks, Hooks};
+use super::{hooks, object_type, publish_hooks, Hooks};
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void, CStr};
 use std::panic::catch_unwind;
 
-/// The native part of an instance.
+/// The native part of an instance, after the Python Function class's layout.
 #[repr(C)]
 pub(super) struct Fields {
     pub vectorcall: VectorcallFunc,
-    /// The Function object (owned; released by the Python base class's `__del__`), or 0.
-    pub handle: i64,
-    pub type_index: i32,
     /// Non-zero: the native call runs with the GIL released (the default).
     pub release_gil: u8,
-    _pad: [u8; 3],
+    _pad: [u8; 7],
 }
 
-const _: () = assert!(core::mem::size_of::<Fields>() == 24);
+const _: () = assert!(core::mem::size_of::<Fields>() == 16);
 
 const fn member(
     name: &'static std::ffi::CStr,
@@ -84,18 +81,17 @@ pub(super) unsafe fn make_function_type(
     if !(16..=1 << 20).contains(&base_basicsize) || base_basicsize % 8 != 0 {
         return fail(c"rffi: implausible base __basicsize__");
     }
-    const NAMES: [&CStr; 11] = [
+    const NAMES: [&CStr; 10] = [
         c"fallback",
         c"take_raised",
         c"decode",
         c"table",
         c"resolve",
-        c"object_type",
+        c"decoders",
         c"decode_arg",
         c"write_owned",
         c"callback_failed",
-        c"handle_slot",
-        c"tidx_slot",
+        c"classes",
     ];
     let mut items = [std::ptr::null_mut(); NAMES.len()];
     for (item, name) in items.iter_mut().zip(NAMES) {
@@ -106,31 +102,21 @@ pub(super) unsafe fn make_function_type(
             return std::ptr::null_mut();
         }
     }
-    // SAFETY: GIL held; borrowed ints.
-    let (handle_slot, tidx_slot) = unsafe {
-        (
-            (api.PyLong_AsLongLong)(items[9]),
-            (api.PyLong_AsLongLong)(items[10]),
-        )
-    };
-    let slot_ok = |o: i64| o >= 8 && o % 8 == 0 && o + 8 <= base_basicsize;
-    if !slot_ok(handle_slot) || !slot_ok(tidx_slot) {
-        // SAFETY: GIL held; a failed conversion may have raised.
+    // SAFETY: GIL held; `bases` is a tuple (checked by PyTuple_GetItem, which raises otherwise).
+    let base_class = unsafe { (api.PyTuple_GetItem)(bases, 0) };
+    // SAFETY: GIL held; a live type, or NULL with an error set.
+    if base_class.is_null() || !unsafe { object_type::is_wrapper_type(api, base_class) } {
+        // SAFETY: GIL held.
         unsafe { (api.PyErr_Clear)() };
-        return fail(c"rffi: implausible Object slot offsets");
+        return fail(c"rffi: the Function base class does not use the native wrapper storage");
     }
     let base = base_basicsize as usize;
     // The member table (offsets from the instance start): leaked, as the type may refer to it
-    // for its whole life on some versions; built once per type (normally once per process).
-    // `_h`/`_ti` are the package's own names for the fields; `_handle`/`_tidx`, what users
-    // read, are read-only (a replaced handle would be released or passed without a reference).
-    let members: &'static mut [PyMemberDef; 7] = Box::leak(Box::new([
+    // for its whole life on some versions; built once per type (normally once per process). The
+    // handle and type index are the wrapper storage's members, inherited.
+    let members: &'static mut [PyMemberDef; 3] = Box::leak(Box::new([
         member(c"__vectorcalloffset__", T_PYSSIZET, base as isize, READONLY),
-        member(c"_h", T_LONGLONG, (base + 8) as isize, 0),
-        member(c"_ti", T_INT, (base + 16) as isize, 0),
-        member(c"_handle", T_LONGLONG, (base + 8) as isize, READONLY),
-        member(c"_tidx", T_INT, (base + 16) as isize, READONLY),
-        member(c"release_gil", T_BOOL, (base + 20) as isize, 0),
+        member(c"release_gil", T_BOOL, (base + 8) as isize, 0),
         PyMemberDef {
             name: std::ptr::null(),
             type_code: 0,
@@ -207,12 +193,11 @@ pub(super) unsafe fn make_function_type(
             decode: keep(items[2]),
             table: keep(items[3]),
             resolve: keep(items[4]),
-            object_type: keep(items[5]),
+            decoders: keep(items[5]),
             decode_arg: keep(items[6]),
             write_owned: keep(items[7]),
             callback_failed: keep(items[8]),
-            handle_slot: handle_slot as usize,
-            tidx_slot: tidx_slot as usize,
+            classes: keep(items[9]),
             handle_name,
             tidx_name,
             exchange_name,
@@ -266,8 +251,8 @@ pub(super) fn fields<'a>(h: &Hooks, o: PyObj) -> &'a mut Fields {
     unsafe { &mut *o.cast::<u8>().add(h.fields).cast::<Fields>() }
 }
 
-/// `tp_new`: a zeroed instance with the vectorcall entry set (the base class's `__init__` fills
-/// the rest).
+/// `tp_new`: a zeroed instance with the vectorcall entry set and the GIL released by default
+/// (the base class's `__init__` fills the rest).
 unsafe extern "C" fn tp_new(ty: PyObj, _args: PyObj, _kwds: PyObj) -> PyObj {
     let r = catch_unwind(|| {
         let (Some(api), Some(h)) = (api(), hooks()) else {
@@ -278,9 +263,9 @@ unsafe extern "C" fn tp_new(ty: PyObj, _args: PyObj, _kwds: PyObj) -> PyObj {
         if !o.is_null() {
             let f = fields(h, o);
             f.vectorcall = vectorcall;
-            f.handle = 0;
-            f.type_index = kRFFIFunction;
             f.release_gil = 1;
+            // SAFETY: an instance of a subclass of the wrapper storage (checked at make time).
+            unsafe { object_type::fields(o) }.type_index = kRFFIFunction;
         }
         o
     });

@@ -8,12 +8,15 @@
 //!
 //! At import the package resolves the CPython entry points named by `rffi_python_symbol_names`
 //! from `ctypes.pythonapi` and hands them over once with `rffi_python_init`; then
+//! `rffi_python_make_object_storage` makes the storage base of every wrapper class (the object's
+//! address and type index as machine words, released natively) and
 //! `rffi_python_make_function_type` builds the package's `rffi.Function` class as a heap type
-//! whose instances are called through vectorcall. A call converts the common argument kinds (None, bool,
-//! int, float, str, bytes, runtime objects the package wraps) by exact type into `RFFIAny` values
-//! on the stack, calls the function, and converts the simple result kinds (None, int, bool, float,
-//! str) back. Every other kind, and every argument it cannot convert, goes to Python callables the
-//! package registered, so the conversion rules (and their error messages) stay in one place.
+//! whose instances are called through vectorcall. A call converts the common argument kinds
+//! (None, bool, int, float, str, bytes, runtime objects the package wraps) by exact type into
+//! `RFFIAny` values on the stack, calls the function, and converts the result back: plain kinds
+//! and str here, objects into new wrappers of their registered class. Every other kind, and every
+//! argument it cannot convert, goes to Python callables the package registered, so the
+//! conversion rules (and their error messages) stay in one place.
 //!
 //! Everything here runs with the GIL held (the entry points are called from the interpreter or
 //! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
@@ -26,6 +29,7 @@ mod callback;
 mod convert;
 mod cpython;
 mod function_type;
+mod object_type;
 pub mod runtime;
 mod tensors;
 
@@ -53,17 +57,18 @@ pub(crate) struct Hooks {
     /// `resolve(type)`: the kind of a type not in it yet.
     pub table: PyObj,
     pub resolve: PyObj,
+    /// Results of an object type: `decoders` (type index -> the package's decoder, for types that
+    /// become plain Python values) and `classes` (type index -> wrapper class); a class that
+    /// does not define `__new__` is instantiated here, anything else goes to `decode`.
+    pub decoders: PyObj,
+    pub classes: PyObj,
     /// Callback Functions (`callback`): `decode_arg(type_word, payload)` makes a borrowed
     /// argument a Python value, `write_owned(value, result_address)` stores a result,
     /// `callback_failed(exc)` raises an exception as the thread's Error.
     pub decode_arg: PyObj,
     pub write_owned: PyObj,
     pub callback_failed: PyObj,
-    /// The package's Object class, and the byte offsets of its `_h` and `_ti` slots.
-    pub object_type: PyObj,
-    pub handle_slot: usize,
-    pub tidx_slot: usize,
-    /// Interned `"_handle"` and `"_tidx"`.
+    /// Interned `"_handle"` and `"_tidx"` (read from duck-typed wrappers).
     pub handle_name: PyObj,
     pub tidx_name: PyObj,
     /// Interned `"__dlpack_c_exchange_api__"` and `"__dlpack__"`.
@@ -127,14 +132,33 @@ pub unsafe extern "C" fn rffi_python_init(
     }
 }
 
+/// The storage base of the package's `rffi.Object` (see `object_type`): a new reference to the
+/// type (made once per process), or NULL with a Python exception set. Instances hold the members
+/// `_h` and `_ti` and their read-only views `_handle` and `_tidx`, and release their reference
+/// when they die (or on `__del__()`). Requires a successful `rffi_python_init`; call through
+/// `ctypes.PyDLL` (the GIL held) with `restype = ctypes.py_object`.
+///
+/// # Safety
+/// The GIL must be held.
+#[no_mangle]
+pub unsafe extern "C" fn rffi_python_make_object_storage() -> *mut c_void {
+    let Some(api) = cpython::api() else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: GIL held (contract); the table is initialized.
+    catch_unwind(|| unsafe { object_type::make(api) })
+        .unwrap_or(std::ptr::null_mut())
+        .cast()
+}
+
 /// Builds the `rffi.Function` class of the native path and returns a new reference to it, or
 /// NULL with a Python exception set. `bases` is a tuple holding the package's Python Function
-/// class (its methods, `__init__` and `__repr__` are inherited), `base_basicsize` that class's
-/// `__basicsize__` (a multiple of 8; the native fields follow it), and `hooks` a dict of the
-/// package's functions and facts by name (`fallback`, `take_raised`, `decode`, `table`,
-/// `resolve`, `object_type`, `decode_arg`, `write_owned`, `callback_failed`, `handle_slot`,
-/// `tidx_slot`; see [`Hooks`] and the package's `rffi/_native.py`). Instances expose the members
-/// `_h`, `_ti`, the read-only `_handle` and `_tidx`, and `release_gil`.
+/// class (a subclass of the wrapper storage, see `rffi_python_make_object_storage`; its methods,
+/// `__init__` and `__repr__` are inherited), `base_basicsize` that class's `__basicsize__` (a
+/// multiple of 8; the native fields follow it), and `hooks` a dict of the package's functions
+/// and facts by name (`fallback`, `take_raised`, `decode`, `table`, `resolve`, `decoders`,
+/// `classes`, `decode_arg`, `write_owned`, `callback_failed`; see [`Hooks`] and the package's
+/// `rffi/_native.py`). Instances add the members `release_gil` and `__vectorcalloffset__`.
 /// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
@@ -168,29 +192,6 @@ pub unsafe extern "C" fn rffi_python_make_function_type(
             std::ptr::null_mut()
         }
     }
-}
-
-/// `rffi.from_dlpack(obj)` for the producers the call path imports natively (types with a DLPack
-/// exchange API, and host-memory producers the package sends to its DLPack setter): returns a
-/// new Tensor handle, 0 when `obj` is left to the package's Python code (nothing set), or -1 with
-/// an Error raised on this thread. A Python exception a producer raised stays set. Call through
-/// `ctypes.PyDLL` (the GIL held) after `rffi_python_make_function_type`.
-///
-/// # Safety
-/// `obj` must be a live Python object and the GIL must be held.
-#[no_mangle]
-pub unsafe extern "C" fn rffi_python_from_dlpack(obj: *mut c_void) -> i64 {
-    let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
-        return 0;
-    };
-    if obj.is_null() {
-        return 0;
-    }
-    // SAFETY: the same contract, forwarded.
-    catch_unwind(AssertUnwindSafe(|| unsafe {
-        tensors::from_dlpack(api, h, obj.cast())
-    }))
-    .unwrap_or(0)
 }
 
 /// A runtime Function that calls the Python callable `callable` (holding a reference to it until
@@ -228,44 +229,27 @@ pub unsafe extern "C" fn rffi_python_function_from_callable(callable: *mut c_voi
 }
 
 /// The native builtin `name` (`dec_ref`, `from_dlpack`; see `builtins.rs`) as a new Python
-/// function, or NULL with a Python exception set. Call through `ctypes.PyDLL` (the GIL held)
-/// with `restype = ctypes.py_object`, after `rffi_python_init`.
+/// function bound to `context` (what the builtin needs from the package; see `builtins.rs`), or
+/// NULL with a Python exception set. Call through `ctypes.PyDLL` (the GIL held) with
+/// `restype = ctypes.py_object`, after `rffi_python_init`.
 ///
 /// # Safety
-/// `name` must be a NUL-terminated string and the GIL must be held.
+/// `name` must be a NUL-terminated string, `context` a live Python object, and the GIL must be
+/// held.
 #[no_mangle]
-pub unsafe extern "C" fn rffi_python_builtin(name: *const c_char) -> *mut c_void {
+pub unsafe extern "C" fn rffi_python_builtin(
+    name: *const c_char,
+    context: *mut c_void,
+) -> *mut c_void {
     let Some(api) = cpython::api() else {
         return std::ptr::null_mut();
     };
-    if name.is_null() {
+    if name.is_null() || context.is_null() {
         return std::ptr::null_mut();
     }
-    // SAFETY: a NUL-terminated string per the contract; GIL held.
+    // SAFETY: a NUL-terminated string and a live object per the contract; GIL held.
     catch_unwind(AssertUnwindSafe(|| unsafe {
-        builtins::make(api, std::ffi::CStr::from_ptr(name))
-    }))
-    .unwrap_or(std::ptr::null_mut())
-    .cast()
-}
-
-/// The native `__del__` of the package's Object class `cls` (a method descriptor; see
-/// `builtins.rs`), or NULL with a Python exception set. Call through `ctypes.PyDLL` with
-/// `restype = ctypes.py_object`, after `rffi_python_make_function_type`.
-///
-/// # Safety
-/// `cls` must be the package's Object class and the GIL must be held.
-#[no_mangle]
-pub unsafe extern "C" fn rffi_python_object_release(cls: *mut c_void) -> *mut c_void {
-    let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
-        return std::ptr::null_mut();
-    };
-    if cls.is_null() || cls.cast() != h.object_type {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: the package's Object class; GIL held (contract).
-    catch_unwind(AssertUnwindSafe(|| unsafe {
-        builtins::make_release(api, cls.cast())
+        builtins::make(api, std::ffi::CStr::from_ptr(name), context.cast())
     }))
     .unwrap_or(std::ptr::null_mut())
     .cast()
