@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import threading
+from _thread import get_ident
 from collections.abc import Mapping, Sequence
 
 from . import _layout as L
@@ -164,7 +164,7 @@ _REPR_ACTIVE: set = set()
 def _guarded(obj, fill: str, render) -> str:
     # A List or Dict may hold itself (directly or not): its repr shows `[...]` / `{...}` there,
     # as Python's do. Keyed by the runtime object, since each read makes a new wrapper.
-    key = (obj._h, threading.get_ident())
+    key = (obj._h, get_ident())
     if key in _REPR_ACTIVE:
         return fill
     _REPR_ACTIVE.add(key)

@@ -18,6 +18,7 @@ is bound to at a definition), ``"dag"`` (sharing counts), ``"const-tree"`` or ``
 from __future__ import annotations
 
 import json
+import sys
 import typing
 
 from ._dataclass_methods import method, register_methods
@@ -59,11 +60,14 @@ class _Missing:
 MISSING = _Missing()
 
 
-class _KwOnly:
-    """Annotate a pseudo-field with ``KW_ONLY``: the fields after it are keyword-only."""
+if sys.version_info >= (3, 10):
+    # The standard library's sentinel, so type checkers (and code shared with `dataclasses`)
+    # recognise it.
+    from dataclasses import KW_ONLY
+else:
 
-
-KW_ONLY = _KwOnly
+    class KW_ONLY:
+        """Annotate a pseudo-field with ``KW_ONLY``: the fields after it are keyword-only."""
 
 
 class FrozenInstanceError(AttributeError):
@@ -376,8 +380,15 @@ def _own_fields(cls) -> list:
     out = []
     kw_only = False
     hints = cls.__dict__.get("__annotations__", {})
-    for name, ann in hints.items():
-        if ann is KW_ONLY or ann == "KW_ONLY":
+    # String annotations (`from __future__ import annotations`) are evaluated where they can be;
+    # those that cannot stay strings, whose fields take any value.
+    try:
+        resolved = typing.get_type_hints(cls, localns={cls.__name__: cls})
+    except Exception:
+        resolved = {}
+    for name, raw in hints.items():
+        ann = resolved.get(name, raw)
+        if ann is KW_ONLY or (isinstance(ann, str) and ann.rsplit(".", 1)[-1] == "KW_ONLY"):
             kw_only = True
             continue
         if typing.get_origin(ann) is typing.ClassVar:

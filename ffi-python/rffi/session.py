@@ -78,7 +78,8 @@ class DRef:
         self._obj = obj
 
     def fetch(self, rank: int = 0):
-        """The value on worker ``rank`` as a Python value (raises that worker's pending failure)."""
+        """The value on worker ``rank`` as a Python value (raises that worker's pending failure).
+        A CPU tensor comes back as a host ``rffi.Tensor`` holding a copy (``np.from_dlpack``)."""
         fetch = _f("Fetch")
         try:
             got = fetch(self._obj, rank, _SLICE_S)
@@ -204,7 +205,8 @@ class _Session(_Collectives):
         return DModule(self, self._guard("LoadModule", os.fspath(path)))
 
     def empty(self, shape, dtype, device="cpu") -> DRef:
-        """A new tensor on every worker."""
+        """A new tensor on every worker. On the CPU each worker's tensor lives in shared memory
+        that this process maps too, so the worker-0 copies are one memcpy here."""
         if isinstance(shape, int):
             shape = (shape,)
         return DRef(self, self._guard("Empty", list(shape), _dtype(dtype), _device(device)))

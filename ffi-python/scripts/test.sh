@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the Python suite against a fresh `pip install ./ffi-python` in target/py-venv, on both call
-# paths (native fast path and ctypes), plus ruff.
+# paths (native fast path and ctypes), plus ruff, and checks the type stubs (typecheck.sh).
 # Usage: ffi-python/scripts/test.sh [pytest arguments]
 # ray: the optional extra `rffi[ray]` (RaySession), so its tests (test_ray_session.py) run here.
-source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors "ray>=2.9"
+# mypy: the stub checks (typecheck.sh).
+source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors "ray>=2.9" mypy
 echo "== ruff check =="
 "$VENV/bin/ruff" check --config ffi-python/pyproject.toml ffi-python examples/python
 # Run from the repository root: ffi-python/ is not on sys.path, so `import rffi` is the install.
@@ -12,3 +13,5 @@ echo "== pytest (default call path: $("$PY" -c 'import rffi._core as c; print("n
 "$PY" -m pytest -q ffi-python/tests "$@"
 echo "== pytest (ctypes path: RFFI_PYTHON_FASTPATH=0) =="
 RFFI_PYTHON_FASTPATH=0 "$PY" -m pytest -q ffi-python/tests "$@"
+echo "== type stubs: mypy --strict on a user program, stubtest =="
+ffi-python/scripts/typecheck.sh "$PY"

@@ -118,6 +118,9 @@ def test_tensors_both_ways_through_worker_0(sess):
     out = np.zeros((3, 4), dtype="float32")
     sess.copy_from_worker_0(out, doubled)
     np.testing.assert_array_equal(out, host * 2)
+    # A fetched tensor comes back over the connection as a host copy, from any actor.
+    np.testing.assert_array_equal(np.from_dlpack(doubled.fetch(0)), host * 2)
+    assert not np.from_dlpack(t.fetch(1)).any()
     with pytest.raises(ValueError, match="has 12 bytes but .* has 48") as e:
         sess.copy_to_worker_0(np.zeros(3, dtype="float32"), t)
     assert e.value.rank == 0

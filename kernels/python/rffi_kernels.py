@@ -3,9 +3,15 @@
     import rffi_kernels as K
     K.load()                                  # librffi_kernels_plugin.so, once
     y = K.softmax(x)                          # any DLPack tensor: numpy, torch (CPU or CUDA)
+    s = K.sum(x, axis=(0, 2), keepdims=True)  # reductions on any axes (numpy / torch names)
+    y = K.layer_norm(x, w, b, eps=1e-5)       # over the last axis
     with K.scope(disable=["matmul"]):         # this thread only, restored on exit
         ...
     print(K.describe()["selection"])          # which backend serves what, and why
+    print(K.explain("softmax", x)["variant"]) # the kernel variant a call would run, and why
+
+The functions taking options (reductions, softmax, the normalizations, gelu) accept them as
+keywords here; ``kernels.<op>`` itself takes them positionally in the order of the signatures.
 
 The plugin is found through ``RFFI_KERNELS_PLUGIN``, else next to ``librffi.so``, else in the
 workspace's ``target/release``.
@@ -19,7 +25,8 @@ import os
 
 import rffi
 
-OPS = ("add", "sub", "mul", "div", "relu", "gelu", "exp", "sum", "softmax", "matmul")
+# Ops called with positional arguments only: looked up once, then the registry function itself.
+OPS = ("add", "sub", "mul", "div", "relu", "exp", "matmul")
 _NAME = "librffi_kernels_plugin.so"
 
 
@@ -45,8 +52,70 @@ def load(path: str | None = None):
     return rffi.load_module(path or _plugin_path())
 
 
+_FUNCS: dict = {}
+
+
 def _f(name):
-    return rffi.get_global_func("kernels." + name)
+    f = _FUNCS.get(name)
+    if f is None:
+        f = _FUNCS[name] = rffi.get_global_func("kernels." + name)
+    return f
+
+
+def _axis(axis, dim):
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("pass axis or dim, not both")
+        axis = dim
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def sum(x, axis=None, keepdims=False, out=None, *, dim=None):  # noqa: A001
+    """Sum over ``axis`` (None: every axis; an int or a tuple of ints), as numpy / torch."""
+    return _f("sum")(x, _axis(axis, dim), bool(keepdims), out)
+
+
+def mean(x, axis=None, keepdims=False, out=None, *, dim=None):
+    return _f("mean")(x, _axis(axis, dim), bool(keepdims), out)
+
+
+def max(x, axis=None, keepdims=False, out=None, *, dim=None):  # noqa: A001
+    """The maximum (NaN propagates), values only."""
+    return _f("max")(x, _axis(axis, dim), bool(keepdims), out)
+
+
+def min(x, axis=None, keepdims=False, out=None, *, dim=None):  # noqa: A001
+    return _f("min")(x, _axis(axis, dim), bool(keepdims), out)
+
+
+def argmax(x, axis=None, keepdims=False, out=None, *, dim=None):
+    """int64 indices of the maximum along one axis (None: of the flattened tensor)."""
+    return _f("argmax")(x, _axis(axis, dim), bool(keepdims), out)
+
+
+def softmax(x, axis=-1, out=None, *, dim=None):
+    return _f("softmax")(x, _axis(axis, dim), out)
+
+
+def gelu(x, approximate="none", out=None):
+    """GELU, ``approximate='none'`` (erf) or ``'tanh'``, as torch.nn.functional.gelu."""
+    return _f("gelu")(x, approximate, out)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None):
+    """Layer normalization over the last axis, optional weight and bias of its length."""
+    return _f("layer_norm")(x, weight, bias, float(eps), out)
+
+
+def rms_norm(x, weight=None, eps=None, out=None):
+    """RMS normalization over the last axis; eps None is the dtype's epsilon (as torch)."""
+    return _f("rms_norm")(x, weight, None if eps is None else float(eps), out)
+
+
+def explain(op: str, *args) -> dict:
+    """How ``kernels.<op>(*args)`` would run (backend, kernel variant, launch, tuning entry)
+    without running it; the arguments are the positional ones of ``kernels.<op>``."""
+    return json.loads(_f("explain")(op, *args))
 
 
 def __getattr__(name):

@@ -23,9 +23,9 @@ pub enum Value {
     Ref(u64),
     Array(Vec<Value>),
     Map(Vec<(Value, Value)>),
-    /// A host tensor copied into a shared-memory segment (see `shm_tensor`).
-    ShmTensor {
-        name: String,
+    /// A CPU tensor in a shared-memory file: descriptor `fd` of the frame (see `shm_tensor`).
+    FdTensor {
+        fd: u32,
         shape: Vec<i64>,
         dtype: DataType,
     },
@@ -49,8 +49,8 @@ const T_DEVICE: u8 = 8;
 const T_REF: u8 = 9;
 const T_ARRAY: u8 = 10;
 const T_MAP: u8 = 11;
-const T_SHM_TENSOR: u8 = 12;
 const T_TENSOR: u8 = 13;
+const T_FD_TENSOR: u8 = 14;
 
 /// Arrays and maps nest; a bound keeps a malformed or hostile frame from exhausting the stack.
 const MAX_DEPTH: usize = 64;
@@ -140,9 +140,9 @@ impl Writer {
                     self.value(v);
                 }
             }
-            Value::ShmTensor { name, shape, dtype } => {
-                self.u8(T_SHM_TENSOR);
-                self.str(name);
+            Value::FdTensor { fd, shape, dtype } => {
+                self.u8(T_FD_TENSOR);
+                self.u32(*fd);
                 self.value(&Value::Shape(shape.clone()));
                 self.value(&Value::DataType(*dtype));
             }
@@ -270,11 +270,11 @@ impl<'a> Reader<'a> {
                 }
                 Value::Map(pairs)
             }
-            T_SHM_TENSOR => {
-                let name = self.str()?;
+            T_FD_TENSOR => {
+                let fd = self.u32()?;
                 match (self.value_at(depth + 1)?, self.value_at(depth + 1)?) {
                     (Value::Shape(shape), Value::DataType(dtype)) => {
-                        Value::ShmTensor { name, shape, dtype }
+                        Value::FdTensor { fd, shape, dtype }
                     }
                     _ => return Err(malformed("a shared tensor needs a shape and a dtype")),
                 }
@@ -322,6 +322,14 @@ impl WireError {
             command: command.to_string(),
         }
     }
+}
+
+/// What the values of a received frame refer to, on the side that received it.
+pub trait Resolve {
+    /// Register `r` of this worker (a `Ref`).
+    fn register(&self, r: u64) -> Result<Any>;
+    /// Descriptor `fd` of the frame as a tensor of `shape` and `dtype` (an `FdTensor`).
+    fn tensor(&self, fd: u32, shape: &[i64], dtype: DataType) -> Result<Any>;
 }
 
 impl Value {
@@ -384,8 +392,8 @@ impl Value {
         })
     }
 
-    /// The runtime value, with `Ref`s read from the worker's registers by `reg`.
-    pub fn into_any(self, reg: &dyn Fn(u64) -> Result<Any>) -> Result<Any> {
+    /// The runtime value, with registers and tensors resolved by `ctx`.
+    pub fn into_any(self, ctx: &dyn Resolve) -> Result<Any> {
         Ok(match self {
             Value::None => Any::none(),
             Value::Bool(b) => b.into(),
@@ -396,24 +404,22 @@ impl Value {
             Value::Shape(d) => Shape::new(&d).into(),
             Value::DataType(d) => d.into(),
             Value::Device(d) => d.into(),
-            Value::Ref(r) => reg(r)?,
-            Value::ShmTensor { name, shape, dtype } => {
-                crate::shm_tensor::open(&name, &shape, dtype)?.into()
-            }
+            Value::Ref(r) => ctx.register(r)?,
+            Value::FdTensor { fd, shape, dtype } => ctx.tensor(fd, &shape, dtype)?,
             Value::Tensor { shape, dtype, data } => {
                 crate::shm_tensor::from_bytes(&shape, dtype, &data)?.into()
             }
             Value::Array(items) => Array::new(
                 items
                     .into_iter()
-                    .map(|x| x.into_any(reg))
+                    .map(|x| x.into_any(ctx))
                     .collect::<Result<_>>()?,
             )
             .into(),
             Value::Map(pairs) => Map::new(
                 pairs
                     .into_iter()
-                    .map(|(k, v)| Ok((k.into_any(reg)?, v.into_any(reg)?)))
+                    .map(|(k, v)| Ok((k.into_any(ctx)?, v.into_any(ctx)?)))
                     .collect::<Result<_>>()?,
             )?
             .into(),
@@ -447,8 +453,8 @@ mod tests {
         round_trip(Value::Ref(42));
         round_trip(Value::Array(vec![Value::Int(1), Value::Str("x".into())]));
         round_trip(Value::Map(vec![(Value::Str("k".into()), Value::Ref(3))]));
-        round_trip(Value::ShmTensor {
-            name: "/dev/shm/rffi-session-1-2".into(),
+        round_trip(Value::FdTensor {
+            fd: 2,
             shape: vec![4],
             dtype: DataType::float(32),
         });

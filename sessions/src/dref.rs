@@ -62,29 +62,16 @@ impl DRef {
         &self.0.ctl
     }
 
-    /// The value on worker `rank`, converted back to a runtime value (a tensor cannot be fetched:
-    /// copy it with `copy_from_worker_0`). Raises the first pending failure of that worker.
+    /// The value on worker `rank`, converted back to a runtime value (a CPU tensor comes back
+    /// as a host tensor holding a copy). Raises the first pending failure of that worker.
     pub fn fetch(&self, rank: usize) -> Result<Any> {
-        self.0.ctl.fetch(self.0.reg, rank)?.into_any(&|_| {
-            Err(Error::type_error(
-                "a fetched value cannot refer to a register",
-            ))
-        })
+        self.0.ctl.fetch(self.0.reg, rank)
     }
 
     /// `fetch`, waiting at most `timeout`: `Ok(None)` while the value has not come (call again
     /// to go on waiting; bindings wait in slices so an interrupt is seen).
     pub fn fetch_timeout(&self, rank: usize, timeout: Duration) -> Result<Option<Any>> {
-        match self.0.ctl.fetch_timeout(self.0.reg, rank, Some(timeout))? {
-            None => Ok(None),
-            Some(v) => v
-                .into_any(&|_| {
-                    Err(Error::type_error(
-                        "a fetched value cannot refer to a register",
-                    ))
-                })
-                .map(Some),
-        }
+        self.0.ctl.fetch_timeout(self.0.reg, rank, Some(timeout))
     }
 
     /// This handle as an rffi object (sharing the register: the last of all handles frees it).

@@ -11,10 +11,12 @@
 //! ```
 //!
 //! Layers: `codec` (values and errors as bytes), `protocol` (commands and replies), `transport`
-//! (mailboxes and sockets), `shm_tensor` (host tensors through shared memory), `worker` (the command loop and register file), `process` (spawning
-//! and reaping worker processes), `controller` (broadcast, sync, failures), `dref` (handles),
-//! `session` (the Rust API), `ffi` (the `session.*` registry functions), `ccl` (collectives) and
-//! `shard` (loading parameters sharded at load time).
+//! and `socket_link` (mailboxes and sockets, frames with descriptors), `shm_tensor` (tensors in
+//! shared memory), `progress` (the shared counters a sync waits on), `worker` (the command loop
+//! and register file), `process` (spawning and reaping worker processes), `controller`
+//! (broadcast, sync, failures), `dref` (handles), `session` (the Rust API), `ffi` (the
+//! `session.*` registry functions), `ccl` (collectives) and `shard` (loading parameters sharded
+//! at load time).
 #![deny(unsafe_op_in_unsafe_fn)]
 // Type-index constants keep their C names (`kRFFIInt`), and are matched on.
 #![allow(non_upper_case_globals)]
@@ -26,10 +28,12 @@ pub mod dref;
 pub mod ffi;
 mod peer;
 pub mod process;
+pub mod progress;
 pub mod protocol;
 pub mod session;
 pub mod shard;
 pub mod shm_tensor;
+mod socket_link;
 pub mod transport;
 pub mod worker;
 

@@ -59,6 +59,24 @@ impl Peer {
         }
     }
 
+    /// The socket of a worker process or a connected worker (the controller's end).
+    pub(crate) fn socket(&self) -> Option<i32> {
+        match self {
+            Peer::Process { link, .. } | Peer::Connected { link, .. } => Some(link.raw_fd()),
+            Peer::Thread { .. } => None,
+        }
+    }
+
+    /// Whether the worker is still running (a process not yet ended, a thread not returned).
+    pub(crate) fn alive(&self) -> bool {
+        match self {
+            Peer::Process { child, .. } => child.try_status().is_none(),
+            Peer::Thread { join, .. } => join.as_ref().is_some_and(|j| !j.is_finished()),
+            // Seen by the end of its connection only.
+            Peer::Connected { .. } => true,
+        }
+    }
+
     /// Once its link has closed: how the worker ended, in words (reaping a process).
     pub(crate) fn how_it_ended(&mut self, rank: usize) -> String {
         match self {

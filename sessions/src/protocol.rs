@@ -12,13 +12,18 @@ use crate::codec::{Reader, Value, WireError, Writer};
 use rffi_core::{DataType, Device, Error, Result};
 
 /// Bumped when the encoding changes; a worker started from another build refuses to serve.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A register id: slot `k` of every worker's register file.
 pub type Reg = u64;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
+    /// The first command of every worker: descriptor `fd` of the frame is the session's progress
+    /// block (see `progress`), where the worker reports the frames it has finished.
+    Attach {
+        fd: u32,
+    },
     /// Stores the global function `name` in `reg` (a KeyError naming it when missing).
     GetGlobalFunc {
         reg: Reg,
@@ -41,12 +46,14 @@ pub enum Command {
         func: Reg,
         args: Vec<Value>,
     },
-    /// A new tensor in `reg`.
+    /// A new tensor in `reg`; with `fd`, its memory is that descriptor of the frame (a
+    /// shared-memory file the controller maps too).
     Empty {
         reg: Reg,
         shape: Vec<i64>,
         dtype: DataType,
         device: Device,
+        fd: Option<u32>,
     },
     /// Clears registers whose last controller handle went away.
     Free {
@@ -120,6 +127,7 @@ const C_COPY: u8 = 9;
 const C_SHUTDOWN: u8 = 10;
 const C_COPY_IN: u8 = 11;
 const C_COPY_OUT: u8 = 12;
+const C_ATTACH: u8 = 13;
 
 const R_DONE: u8 = 1;
 const R_FETCHED: u8 = 2;
@@ -128,6 +136,7 @@ impl Command {
     /// What the worker was doing, for error messages.
     pub fn name(&self) -> &'static str {
         match self {
+            Command::Attach { .. } => "attach",
             Command::GetGlobalFunc { .. } => "get_global_func",
             Command::LoadModule { .. } => "load_module",
             Command::ModuleGetFunction { .. } => "get_function",
@@ -148,6 +157,10 @@ impl Command {
 
     pub fn encode(&self, w: &mut Writer) {
         match self {
+            Command::Attach { fd } => {
+                w.u8(C_ATTACH);
+                w.u32(*fd);
+            }
             Command::GetGlobalFunc { reg, name } => {
                 w.u8(C_GET_GLOBAL);
                 w.u64(*reg);
@@ -176,12 +189,20 @@ impl Command {
                 shape,
                 dtype,
                 device,
+                fd,
             } => {
                 w.u8(C_EMPTY);
                 w.u64(*reg);
                 w.value(&Value::Shape(shape.clone()));
                 w.value(&Value::DataType(*dtype));
                 w.value(&Value::Device(*device));
+                match fd {
+                    None => w.u8(0),
+                    Some(i) => {
+                        w.u8(1);
+                        w.u32(*i);
+                    }
+                }
             }
             Command::Free { regs } => {
                 w.u8(C_FREE);
@@ -250,6 +271,7 @@ impl Command {
 
     fn read(r: &mut Reader<'_>) -> Result<Command> {
         let cmd = match r.u8()? {
+            C_ATTACH => Command::Attach { fd: r.u32()? },
             C_GET_GLOBAL => Command::GetGlobalFunc {
                 reg: r.u64()?,
                 name: r.str()?,
@@ -272,16 +294,20 @@ impl Command {
             }
             C_EMPTY => {
                 let reg = r.u64()?;
-                match (r.value()?, r.value()?, r.value()?) {
-                    (Value::Shape(shape), Value::DataType(dtype), Value::Device(device)) => {
-                        Command::Empty {
-                            reg,
-                            shape,
-                            dtype,
-                            device,
-                        }
-                    }
+                let (shape, dtype, device) = match (r.value()?, r.value()?, r.value()?) {
+                    (Value::Shape(s), Value::DataType(t), Value::Device(d)) => (s, t, d),
                     _ => return Err(bad("empty expects a shape, a dtype and a device")),
+                };
+                let fd = match r.u8()? {
+                    0 => None,
+                    _ => Some(r.u32()?),
+                };
+                Command::Empty {
+                    reg,
+                    shape,
+                    dtype,
+                    device,
+                    fd,
                 }
             }
             C_FREE => {
@@ -386,6 +412,7 @@ mod tests {
     #[test]
     fn commands_and_replies_round_trip() {
         let cmds = [
+            Command::Attach { fd: 0 },
             Command::GetGlobalFunc {
                 reg: 1,
                 name: "a.b".into(),
@@ -409,6 +436,7 @@ mod tests {
                 shape: vec![2, 2],
                 dtype: DataType::float(32),
                 device: Device::cpu(),
+                fd: Some(1),
             },
             Command::Free { regs: vec![1, 2] },
             Command::Sync { seq: 9 },

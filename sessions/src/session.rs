@@ -3,7 +3,7 @@
 //! over the `session.*` functions built on it.
 
 use crate::codec::Value;
-use crate::controller::Controller;
+use crate::controller::{Controller, Fds};
 use crate::dref::{DFunction, DModule, DRef};
 use crate::process::WorkerProgram;
 use crate::protocol::Command;
@@ -79,7 +79,8 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
             "the function belongs to another session",
         ));
     }
-    let segments = std::cell::RefCell::new(Vec::new());
+    // Host tensors go as descriptors of shared-memory copies, sent with the call.
+    let fds = std::cell::RefCell::new(Vec::new());
     let object = |obj: &rffi_core::ObjectRef| {
         if let Some(d) = DRef::from_object(obj) {
             return Some(if Arc::ptr_eq(d.controller(), ctl) {
@@ -98,14 +99,14 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
                 }),
             );
         }
-        Some(shm_tensor::share(&t).map(|seg| {
-            let v = Value::ShmTensor {
-                name: seg.name.clone(),
+        Some(shm_tensor::share(&t).map(|fd| {
+            let mut fds = fds.borrow_mut();
+            fds.push(fd);
+            Value::FdTensor {
+                fd: (fds.len() - 1) as u32,
                 shape: t.shape().to_vec(),
                 dtype: t.dtype(),
-            };
-            segments.borrow_mut().push(seg);
-            v
+            }
         }))
     };
     let values = args
@@ -117,12 +118,17 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
         })
         .collect::<Result<Vec<_>>>()?;
     let func = f.register();
-    let reg = ctl.broadcast_new(|reg| Command::Call {
+    let fds = fds.into_inner();
+    let make = |reg| Command::Call {
         reg,
         func,
         args: values,
-    })?;
-    ctl.keep_segments(segments.into_inner());
+    };
+    let reg = if fds.is_empty() {
+        ctl.broadcast_new(make)?
+    } else {
+        ctl.broadcast_new_with(make, &Fds::Same(&fds))?
+    };
     Ok(DRef::new(ctl.clone(), reg))
 }
 
@@ -154,14 +160,10 @@ impl Session {
         call(&self.ctl, &f.0, args)
     }
 
-    /// A new tensor on every worker.
+    /// A new tensor on every worker. On the CPU each worker's tensor is in shared memory that
+    /// the controller maps too, so host copies to and from it are one `memcpy` here.
     pub fn empty(&self, shape: &[i64], dtype: DataType, device: Device) -> Result<DRef> {
-        let reg = self.ctl.broadcast_new(|reg| Command::Empty {
-            reg,
-            shape: shape.to_vec(),
-            dtype,
-            device,
-        })?;
+        let reg = self.ctl.empty(shape, dtype, device)?;
         Ok(DRef::new(self.ctl.clone(), reg))
     }
 
@@ -181,9 +183,10 @@ impl Session {
         Ok((host.element_ptr() as u64, host.nbytes() as u64))
     }
 
-    /// Copies a host array into worker 0's tensor `dst` (one memcpy where worker 0 shares this
-    /// process's memory; inline in the frame for a connected worker 0). Waits for the copy,
-    /// after every earlier command of worker 0.
+    /// Copies a host array into worker 0's tensor `dst` (one memcpy: into the controller's
+    /// mapping of a tensor `empty` made, or by worker 0, which shares this process's memory;
+    /// inline in the frame for a connected worker 0). Waits for the copy, after every earlier
+    /// command of worker 0.
     pub fn copy_to_worker_0(&self, host: &Tensor, dst: &DRef) -> Result<()> {
         let (addr, n) = self.check_host(host, dst, "copy_to_worker_0")?;
         if self.ctl.inline_data() {

@@ -1,100 +1,131 @@
-//! Host tensors passed to a session call travel through shared memory when the workers are on
-//! this host: the controller copies the tensor once into a `/dev/shm` segment, the command carries
-//! the segment's name, shape and dtype, and each worker maps it privately (copy-on-write) as a
-//! tensor of its own. The controller unlinks its segments at the next full sync (every worker has
-//! mapped them by then) and at shutdown.
+//! Tensors in shared memory, passed between a controller and its workers as memfd descriptors
+//! (never by name, so nothing is left in `/dev/shm`; the memory goes when the last descriptor
+//! and mapping of it do, however the processes end).
+//!
+//! - A host tensor passed to a call is written once into a new memfd; each worker maps it
+//!   privately (copy-on-write) as a tensor of its own.
+//! - `sess.empty` on the CPU makes one memfd per worker: the worker maps it shared as its tensor
+//!   and the controller keeps a shared mapping of every one (`SharedTensor`), so a host copy to or
+//!   from a worker's tensor is one `memcpy` in the controller.
+//! - A tensor fetched from a worker comes back as a memfd holding a copy of it.
 //!
 //! Workers that may be on another host (connected by TCP, as a `RaySession`'s are) cannot map this
-//! host's files: their tensors travel inline in the frame (`bytes_of` and `from_bytes`).
+//! host's memory: their tensors travel inline in the frame (`bytes_of` and `from_bytes`).
 
 use rffi_core::abi::{
     DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
 };
 use rffi_core::{DataType, Device, Error, Result, Tensor};
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A segment the controller made; unlinked when dropped.
-pub struct Segment {
-    pub name: String,
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        if let Ok(c) = CString::new(self.name.as_str()) {
-            // SAFETY: unlinking a path we created.
-            unsafe { libc::unlink(c.as_ptr()) };
-        }
-    }
-}
-
-fn os_error(what: &str, name: &str) -> Error {
+fn os_error(what: &str) -> Error {
     Error::runtime_error(format!(
-        "{what} of shared-memory segment {name} failed: {}",
+        "shared memory: {what} failed: {}",
         std::io::Error::last_os_error()
     ))
 }
 
-/// Copies a contiguous CPU tensor into a new segment.
-pub fn share(t: &Tensor) -> Result<Segment> {
-    check_host(t)?;
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    let name = format!(
-        "/dev/shm/rffi-session-{pid}-{}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let seg = Segment { name };
-    let c = CString::new(seg.name.as_str()).expect("no NUL in the name");
-    let n = t.nbytes();
-    // SAFETY: creating a new file with a valid path.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-            0o600,
-        )
-    };
+/// A new anonymous shared-memory file of `len` bytes (zero-filled, close-on-exec).
+pub fn memfd(name: &str, len: usize) -> Result<OwnedFd> {
+    let c = std::ffi::CString::new(name).map_err(|_| Error::value_error("NUL in a name"))?;
+    // SAFETY: creating a new anonymous file with a valid name.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
-        return Err(os_error("creation", &seg.name));
+        return Err(os_error("memfd_create"));
     }
-    let result = (|| {
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: sizing and mapping the file we just opened, then copying `n` bytes from the
-        // live tensor into the fresh mapping of exactly `n` bytes.
-        unsafe {
-            if libc::ftruncate(fd, n as libc::off_t) != 0 {
-                return Err(os_error("sizing", &seg.name));
-            }
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                n,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            );
-            if p == libc::MAP_FAILED {
-                return Err(os_error("mapping", &seg.name));
-            }
-            std::ptr::copy_nonoverlapping(t.element_ptr().cast::<u8>(), p.cast::<u8>(), n);
-            libc::munmap(p, n);
-        }
-        Ok(())
-    })();
-    // SAFETY: closing our descriptor.
-    unsafe { libc::close(fd) };
-    result.map(|()| seg)
+    // SAFETY: the descriptor is new and ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sizing our own file (sparse: pages cost memory once touched).
+    if len > 0 && unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(Error::runtime_error(format!(
+            "shared memory: sizing a segment of {len} bytes failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(fd)
 }
 
-fn check_host(t: &Tensor) -> Result<()> {
+/// The bytes of a compact tensor of `shape` and `dtype`.
+pub fn nbytes(shape: &[i64], dtype: DataType) -> Result<usize> {
+    let numel = shape
+        .iter()
+        .try_fold(1i64, |a, d| if *d < 0 { None } else { a.checked_mul(*d) })
+        .ok_or_else(|| Error::value_error(format!("bad tensor shape {shape:?}")))?;
+    let len = (numel as u128 * dtype.bits() as u128 * dtype.lanes() as u128).div_ceil(8);
+    usize::try_from(len).map_err(|_| Error::value_error("tensor too large"))
+}
+
+/// A mapping of a shared-memory file, unmapped on drop.
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a mapping is plain memory; whoever reads or writes it synchronizes by other means (the
+// session's command order).
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd`: `shared` (writes reach the file) or private (copy-on-write).
+    pub fn new(fd: BorrowedFd<'_>, len: usize, shared: bool) -> Result<Mapping> {
+        if len == 0 {
+            return Ok(Mapping {
+                ptr: NonNull::<u8>::dangling().as_ptr(),
+                len: 0,
+            });
+        }
+        let flags = if shared {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
+        // SAFETY: a new mapping of a descriptor we hold; the kernel checks the rest.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        Ok(Mapping { ptr: p.cast(), len })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmapping our own mapping, once.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        }
+    }
+}
+
+fn check_host(t: &Tensor, what: &str) -> Result<()> {
     if t.device() != Device::cpu() || !t.is_contiguous() {
         return Err(Error::value_error(format!(
-            "a tensor sent to workers must be a contiguous CPU tensor, got {:?} on {}",
+            "{what} must be a contiguous CPU tensor, got {:?} on {}",
             t.shape(),
             t.device().type_name()
         )));
@@ -102,9 +133,37 @@ fn check_host(t: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// A new memfd holding a copy of a contiguous CPU tensor's bytes.
+pub fn share(t: &Tensor) -> Result<OwnedFd> {
+    check_host(t, "a tensor sent to or fetched from workers")?;
+    let n = t.nbytes();
+    let fd = memfd("rffi-tensor", n)?;
+    let mut done = 0;
+    let src = t.element_ptr().cast::<u8>();
+    while done < n {
+        // SAFETY: writing `n - done` bytes from the live tensor's memory into our file.
+        let w = unsafe {
+            libc::pwrite(
+                fd.as_raw_fd(),
+                src.add(done).cast(),
+                n - done,
+                done as libc::off_t,
+            )
+        };
+        if w < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(os_error("writing a tensor"));
+        }
+        done += w as usize;
+    }
+    Ok(fd)
+}
+
 /// The bytes of a contiguous CPU tensor, to travel inline in a frame (at most `max` bytes).
 pub fn bytes_of(t: &Tensor, max: usize) -> Result<Vec<u8>> {
-    check_host(t)?;
+    check_host(t, "a tensor sent to or fetched from workers")?;
     let n = t.nbytes();
     if n > max {
         return Err(Error::value_error(format!(
@@ -139,82 +198,45 @@ pub fn from_bytes(shape: &[i64], dtype: DataType, data: &[u8]) -> Result<Tensor>
     Ok(t)
 }
 
-/// What a worker's mapped tensor owns: the mapping and the shape the DLTensor points at.
+/// What a mapped tensor owns: the mapping and the shape the DLTensor points at.
 struct Mapped {
-    ptr: *mut c_void,
-    len: usize,
+    _map: Mapping,
     shape: Vec<i64>,
     managed: DLManagedTensorVersioned,
 }
 
 unsafe extern "C" fn unmap(m: *mut DLManagedTensorVersioned) {
-    // SAFETY: `manager_ctx` is the Box<Mapped> made in `open`, released once by this deleter.
-    let b = unsafe { Box::from_raw((*m).manager_ctx.cast::<Mapped>()) };
-    if b.len > 0 {
-        // SAFETY: unmapping the mapping made in `open`.
-        unsafe { libc::munmap(b.ptr, b.len) };
-    }
+    // SAFETY: `manager_ctx` is the Box<Mapped> made in `open`, released once by this deleter;
+    // dropping it unmaps.
+    drop(unsafe { Box::from_raw((*m).manager_ctx.cast::<Mapped>()) });
 }
 
-/// Maps segment `name` as a tensor of `shape` and `dtype` (private: writes stay this worker's).
-pub fn open(name: &str, shape: &[i64], dtype: DataType) -> Result<Tensor> {
-    if !name.starts_with("/dev/shm/rffi-session-") || name.contains("..") {
+/// Maps memfd `fd` as a tensor of `shape` and `dtype`: `shared` (this tensor's writes reach every
+/// mapping of the file) or private (copy-on-write). The file must have exactly the tensor's size.
+pub fn open(fd: &OwnedFd, shape: &[i64], dtype: DataType, shared: bool) -> Result<Tensor> {
+    let len = nbytes(shape, dtype)?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat on our descriptor; the struct is read only when it succeeded.
+    let size = unsafe {
+        if libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) != 0 {
+            return Err(os_error("fstat"));
+        }
+        st.assume_init().st_size as u64
+    };
+    if size != len as u64 {
         return Err(Error::value_error(format!(
-            "{name:?} is not a session shared-memory segment"
+            "a shared-memory segment of {size} bytes cannot hold the tensor {shape:?} {dtype}, \
+             which needs {len}"
         )));
     }
-    let numel = shape
-        .iter()
-        .try_fold(1i64, |a, d| if *d < 0 { None } else { a.checked_mul(*d) })
-        .ok_or_else(|| Error::value_error(format!("bad tensor shape {shape:?}")))?;
-    let len = (numel as u128 * dtype.bits() as u128 * dtype.lanes() as u128).div_ceil(8);
-    let len = usize::try_from(len).map_err(|_| Error::value_error("tensor too large"))?;
-    let c = CString::new(name).map_err(|_| Error::value_error("NUL in a segment name"))?;
-    // SAFETY: opening a path read-only.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(os_error("opening", name));
-    }
-    let mapped = (|| {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat on our descriptor; the struct is read only when it succeeded.
-        let size = unsafe {
-            if libc::fstat(fd, st.as_mut_ptr()) != 0 {
-                return Err(os_error("stat", name));
-            }
-            st.assume_init().st_size as u64
-        };
-        if size != len as u64 {
-            return Err(Error::value_error(format!(
-                "shared-memory segment {name} has {size} bytes, the tensor {shape:?} {dtype} \
-                 needs {len}"
-            )));
-        }
-        if len == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        // SAFETY: a private (copy-on-write) mapping of the whole file.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(os_error("mapping", name));
-        }
-        Ok(p)
-    })();
-    // SAFETY: closing our descriptor (the mapping stays).
-    unsafe { libc::close(fd) };
-    let ptr = mapped?;
+    let map = Mapping::new(fd.as_fd(), len, shared)?;
+    let ptr = if len == 0 {
+        std::ptr::null_mut()
+    } else {
+        map.as_ptr().cast::<c_void>()
+    };
     let mut b = Box::new(Mapped {
-        ptr,
-        len,
+        _map: map,
         shape: shape.to_vec(),
         managed: DLManagedTensorVersioned {
             version: DLPackVersion {
@@ -246,25 +268,81 @@ pub fn open(name: &str, shape: &[i64], dtype: DataType) -> Result<Tensor> {
     }
 }
 
+/// The controller's side of a tensor that `sess.empty` made on every worker: one memfd per
+/// worker, each mapped here too. Dropped when the DRef is released (the worker unmaps its side
+/// when the register is freed); the memory goes with the last mapping.
+pub struct SharedTensor {
+    pub shape: Vec<i64>,
+    pub dtype: DataType,
+    pub nbytes: usize,
+    maps: Vec<Mapping>,
+}
+
+impl SharedTensor {
+    /// A tensor of `shape` and `dtype` for each of `world` workers: the controller's side and
+    /// the descriptors to send, worker by worker.
+    pub fn create(world: usize, shape: &[i64], dtype: DataType) -> Result<(Self, Vec<OwnedFd>)> {
+        let nbytes = nbytes(shape, dtype)?;
+        let mut fds = Vec::with_capacity(world);
+        let mut maps = Vec::with_capacity(world);
+        for _ in 0..world {
+            let fd = memfd("rffi-tensor", nbytes)?;
+            maps.push(Mapping::new(fd.as_fd(), nbytes, true)?);
+            fds.push(fd);
+        }
+        let t = SharedTensor {
+            shape: shape.to_vec(),
+            dtype,
+            nbytes,
+            maps,
+        };
+        Ok((t, fds))
+    }
+
+    /// Worker `rank`'s tensor, as the controller maps it.
+    pub fn ptr(&self, rank: usize) -> *mut u8 {
+        self.maps[rank].as_ptr()
+    }
+
+    /// A new host tensor holding a copy of worker `rank`'s.
+    pub fn read(&self, rank: usize) -> Result<Tensor> {
+        let t = Tensor::alloc_cpu(&self.shape, self.dtype)?;
+        // SAFETY: both hold `nbytes` bytes; the new tensor is ours alone.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr(rank), t.element_ptr().cast(), self.nbytes)
+        };
+        Ok(t)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_tensor_round_trips_and_writes_stay_private() {
+    fn a_tensor_round_trips_and_private_writes_stay_private() {
         let t = Tensor::from_slice(&[1f32, 2., 3., 4.], &[2, 2]).unwrap();
-        let seg = share(&t).unwrap();
-        let a = open(&seg.name, &[2, 2], DataType::float(32)).unwrap();
-        let b = open(&seg.name, &[2, 2], DataType::float(32)).unwrap();
+        let fd = share(&t).unwrap();
+        let a = open(&fd, &[2, 2], DataType::float(32), false).unwrap();
+        let b = open(&fd, &[2, 2], DataType::float(32), false).unwrap();
         // SAFETY: no other slice of `a` is alive.
         unsafe { a.as_mut_slice::<f32>().unwrap()[0] = 9.0 };
         assert_eq!(a.to_vec::<f32>().unwrap(), [9., 2., 3., 4.]);
         assert_eq!(b.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
-        let name = seg.name.clone();
-        drop(seg);
-        assert!(!std::path::Path::new(&name).exists());
-        // Mapped tensors outlive the name.
+        drop(fd);
+        // Mapped tensors outlive the descriptor.
         assert_eq!(b.to_vec::<f32>().unwrap()[3], 4.0);
+    }
+
+    #[test]
+    fn shared_tensors_are_one_memory_on_both_sides() {
+        let (st, fds) = SharedTensor::create(2, &[3], DataType::int(32)).unwrap();
+        let w1 = open(&fds[1], &[3], DataType::int(32), true).unwrap();
+        drop(fds);
+        // SAFETY: the slice is the only one alive.
+        unsafe { w1.as_mut_slice::<i32>().unwrap()[2] = 7 };
+        assert_eq!(st.read(1).unwrap().to_vec::<i32>().unwrap(), [0, 0, 7]);
+        assert_eq!(st.read(0).unwrap().to_vec::<i32>().unwrap(), [0, 0, 0]);
     }
 
     #[test]
@@ -288,12 +366,12 @@ mod tests {
     }
 
     #[test]
-    fn bad_names_and_sizes_are_errors() {
-        let e = open("/etc/passwd", &[1], DataType::float(32)).unwrap_err();
-        assert!(e.message().contains("not a session"), "{}", e.message());
+    fn sizes_must_match() {
         let t = Tensor::from_slice(&[1f32, 2.], &[2]).unwrap();
-        let seg = share(&t).unwrap();
-        let e = open(&seg.name, &[3], DataType::float(32)).unwrap_err();
-        assert!(e.message().contains("has 8 bytes"), "{}", e.message());
+        let fd = share(&t).unwrap();
+        let e = open(&fd, &[3], DataType::float(32), false).unwrap_err();
+        assert!(e.message().contains("of 8 bytes"), "{}", e.message());
+        let e = nbytes(&[-1], DataType::float(32)).unwrap_err();
+        assert!(e.message().contains("bad tensor shape"), "{}", e.message());
     }
 }

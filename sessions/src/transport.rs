@@ -1,18 +1,25 @@
 //! Frame transports between a controller and a worker: in-memory mailboxes for workers in threads,
-//! a Unix socket for workers in processes. Both move whole frames (the protocol's encoded bytes).
+//! a Unix socket for workers in processes (`socket_link`). Both move whole frames (the protocol's
+//! encoded bytes) together with the file descriptors that travel with them: shared-memory tensors
+//! are passed as descriptors, never by name, so nothing of theirs is left in `/dev/shm`.
 //!
 //! A receiver may spin briefly before it sleeps (see `spin_budget`): a round trip is well under a
 //! microsecond of work, and a futex or poll wake-up costs several. Idle workers sleep.
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub use crate::socket_link::{socket_pair, SocketLink};
+
 /// Frames larger than this are refused (a corrupt length must not allocate gigabytes).
 pub const MAX_FRAME: usize = 1 << 30;
+
+/// Descriptors one frame may carry.
+pub const MAX_FDS: usize = 4096;
 
 #[derive(Debug)]
 pub enum LinkError {
@@ -23,11 +30,23 @@ pub enum LinkError {
 
 pub type LinkResult<T> = std::result::Result<T, LinkError>;
 
+/// A received frame: its bytes and the descriptors sent with it, in the order they were given.
+#[derive(Debug, Default)]
+pub struct Frame {
+    pub bytes: Vec<u8>,
+    pub fds: Vec<OwnedFd>,
+}
+
 /// One end of a frame channel.
 pub trait Link: Send + Sync {
-    fn send(&self, frame: &[u8]) -> LinkResult<()>;
+    /// Sends a frame with descriptors (the receiver gets its own duplicates of them).
+    fn send_with(&self, frame: &[u8], fds: &[BorrowedFd<'_>]) -> LinkResult<()>;
     /// The next frame, waiting at most `timeout` (`None`: until one comes); `Ok(None)` on timeout.
-    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>>;
+    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Frame>>;
+
+    fn send(&self, frame: &[u8]) -> LinkResult<()> {
+        self.send_with(frame, &[])
+    }
 }
 
 /// How long a receiver spins before it sleeps: `RFFI_SESSION_SPIN_US`, else 10 µs on machines
@@ -35,7 +54,7 @@ pub trait Link: Send + Sync {
 /// microseconds into one of about one when the other side has a core of its own, but on a
 /// machine with more busy threads than cores it takes the core the other side needs
 /// (docs/SESSIONS.md has the figures).
-fn spin_budget() -> Duration {
+pub fn spin_budget() -> Duration {
     static SPIN: OnceLock<Duration> = OnceLock::new();
     *SPIN.get_or_init(|| {
         let default = match std::thread::available_parallelism() {
@@ -50,8 +69,8 @@ fn spin_budget() -> Duration {
     })
 }
 
-/// Spins until `ready()` or the budget is spent.
-fn spin_until(ready: impl Fn() -> bool, timeout: Option<Duration>) -> bool {
+/// Spins until `ready()` or the budget (capped by `timeout`) is spent.
+pub fn spin_until(ready: impl Fn() -> bool, timeout: Option<Duration>) -> bool {
     let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
     if budget.is_zero() {
         return ready();
@@ -72,7 +91,7 @@ fn spin_until(ready: impl Fn() -> bool, timeout: Option<Duration>) -> bool {
 
 #[derive(Default)]
 struct Queue {
-    frames: VecDeque<Vec<u8>>,
+    frames: VecDeque<Frame>,
     sleeping: bool,
 }
 
@@ -90,7 +109,7 @@ impl Mailbox {
         self.q.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn push(&self, frame: Vec<u8>) -> LinkResult<()> {
+    fn push(&self, frame: Frame) -> LinkResult<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(LinkError::Closed);
         }
@@ -105,7 +124,7 @@ impl Mailbox {
         Ok(())
     }
 
-    fn pop(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>> {
+    fn pop(&self, timeout: Option<Duration>) -> LinkResult<Option<Frame>> {
         spin_until(
             || self.len.load(Ordering::Acquire) > 0 || self.closed.load(Ordering::Acquire),
             timeout,
@@ -178,209 +197,34 @@ impl Drop for ThreadLink {
 }
 
 impl Link for ThreadLink {
-    fn send(&self, frame: &[u8]) -> LinkResult<()> {
-        self.outbox.push(frame.to_vec())
-    }
-    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>> {
-        self.inbox.pop(timeout)
-    }
-}
-
-/// A stream socket carrying frames as `u32` length + payload.
-pub struct SocketLink {
-    fd: OwnedFd,
-    buf: Mutex<Vec<u8>>,
-}
-
-impl SocketLink {
-    pub fn new(fd: OwnedFd) -> SocketLink {
-        SocketLink {
-            fd,
-            buf: Mutex::new(Vec::new()),
-        }
-    }
-
-    pub fn raw_fd(&self) -> i32 {
-        self.fd.as_raw_fd()
-    }
-
-    /// Reads what is available into `buf` (`wait`: block in poll up to `timeout` first).
-    /// Returns whether bytes came.
-    fn fill(&self, buf: &mut Vec<u8>, wait: Option<Option<Duration>>) -> LinkResult<bool> {
-        if let Some(timeout) = wait {
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-            // SAFETY: one valid pollfd.
-            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return if e.kind() == io::ErrorKind::Interrupted {
-                    Ok(false)
-                } else {
-                    Err(LinkError::Io(e))
-                };
-            }
-            if n == 0 {
-                return Ok(false);
-            }
-        }
-        let old = buf.len();
-        buf.reserve(64 * 1024);
-        let spare = buf.capacity() - old;
-        // SAFETY: reading into the reserved, uninitialized tail of `buf`; the length is set to
-        // what the kernel wrote.
-        let n = unsafe {
-            libc::recv(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr().add(old).cast(),
-                spare,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n > 0 {
-            // SAFETY: the kernel initialized `n` bytes past `old`.
-            unsafe { buf.set_len(old + n as usize) };
-            return Ok(true);
-        }
-        if n == 0 {
-            return Err(LinkError::Closed);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(false),
-            Some(libc::ECONNRESET) => Err(LinkError::Closed),
-            _ => Err(LinkError::Io(e)),
-        }
-    }
-
-    fn take_frame(buf: &mut Vec<u8>) -> LinkResult<Option<Vec<u8>>> {
-        if buf.len() < 4 {
-            return Ok(None);
-        }
-        let n = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes")) as usize;
-        if n > MAX_FRAME {
-            return Err(LinkError::Io(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("frame of {n} bytes exceeds the limit"),
-            )));
-        }
-        if buf.len() < 4 + n {
-            return Ok(None);
-        }
-        let frame = buf[4..4 + n].to_vec();
-        buf.drain(..4 + n);
-        Ok(Some(frame))
-    }
-}
-
-impl Link for SocketLink {
-    fn send(&self, frame: &[u8]) -> LinkResult<()> {
-        if frame.len() > MAX_FRAME {
+    fn send_with(&self, frame: &[u8], fds: &[BorrowedFd<'_>]) -> LinkResult<()> {
+        if fds.len() > MAX_FDS {
             return Err(LinkError::Io(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "frame too large",
+                format!("a frame carries at most {MAX_FDS} descriptors"),
             )));
         }
-        let mut data = Vec::with_capacity(4 + frame.len());
-        data.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        data.extend_from_slice(frame);
-        let mut sent = 0;
-        while sent < data.len() {
-            // SAFETY: sending from a live buffer; MSG_NOSIGNAL turns a dead peer into EPIPE
-            // instead of a SIGPIPE that would kill a host that did not ignore it.
-            let n = unsafe {
-                libc::send(
-                    self.fd.as_raw_fd(),
-                    data[sent..].as_ptr().cast(),
-                    data.len() - sent,
-                    libc::MSG_NOSIGNAL,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EAGAIN) => {
-                        let mut pfd = libc::pollfd {
-                            fd: self.fd.as_raw_fd(),
-                            events: libc::POLLOUT,
-                            revents: 0,
-                        };
-                        // SAFETY: one valid pollfd.
-                        unsafe { libc::poll(&mut pfd, 1, 100) };
-                        continue;
-                    }
-                    Some(libc::EPIPE) | Some(libc::ECONNRESET) => return Err(LinkError::Closed),
-                    _ => return Err(LinkError::Io(e)),
-                }
-            }
-            sent += n as usize;
-        }
-        Ok(())
+        // The receiver owns duplicates, as it would after a descriptor passed over a socket.
+        let fds = fds
+            .iter()
+            .map(|fd| fd.try_clone_to_owned())
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(LinkError::Io)?;
+        self.outbox.push(Frame {
+            bytes: frame.to_vec(),
+            fds,
+        })
     }
-
-    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Vec<u8>>> {
-        let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = Self::take_frame(&mut buf)? {
-            return Ok(Some(f));
-        }
-        // Spin on non-blocking reads first (see the module docs), then sleep in poll.
-        let start = Instant::now();
-        let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
-        while start.elapsed() < budget {
-            if self.fill(&mut buf, None)? {
-                if let Some(f) = Self::take_frame(&mut buf)? {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        let deadline = timeout.map(|t| start + t);
-        loop {
-            let left = match deadline {
-                None => None,
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Ok(None);
-                    }
-                    Some(d - now)
-                }
-            };
-            self.fill(&mut buf, Some(left))?;
-            if let Some(f) = Self::take_frame(&mut buf)? {
-                return Ok(Some(f));
-            }
-        }
+    fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Frame>> {
+        self.inbox.pop(timeout)
     }
-}
-
-/// A connected pair of stream sockets, both close-on-exec.
-pub fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are new and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsFd;
 
     fn exchange(a: Arc<dyn Link>, b: &dyn Link) {
         // Sent from another thread: a large frame fills the socket buffer before it is read.
@@ -388,14 +232,41 @@ mod tests {
             a.send(b"hello").unwrap_or_else(|_| panic!("send"));
             a.send(&vec![7u8; 500_000])
                 .unwrap_or_else(|_| panic!("send"));
+            let mut files = Vec::new();
+            for i in 0..3u8 {
+                let mut f = tempfile();
+                f.write_all(&[b'a' + i]).unwrap();
+                files.push(f);
+            }
+            let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+            a.send_with(b"with fds", &fds)
+                .unwrap_or_else(|_| panic!("send"));
+            a.send(b"after").unwrap_or_else(|_| panic!("send"));
             a
         });
-        assert_eq!(b.recv(None).unwrap().unwrap(), b"hello");
-        assert_eq!(b.recv(None).unwrap().unwrap().len(), 500_000);
+        assert_eq!(b.recv(None).unwrap().unwrap().bytes, b"hello");
+        assert_eq!(b.recv(None).unwrap().unwrap().bytes.len(), 500_000);
+        let f = b.recv(None).unwrap().unwrap();
+        assert_eq!(f.bytes, b"with fds");
+        assert_eq!(f.fds.len(), 3);
+        for (i, fd) in f.fds.into_iter().enumerate() {
+            let mut file = std::fs::File::from(fd);
+            file.rewind().unwrap();
+            let mut s = String::new();
+            file.read_to_string(&mut s).unwrap();
+            assert_eq!(s.as_bytes(), [b'a' + i as u8]);
+        }
+        let f = b.recv(None).unwrap().unwrap();
+        assert_eq!((f.bytes.as_slice(), f.fds.len()), (b"after".as_slice(), 0));
         assert!(b.recv(Some(Duration::from_millis(5))).unwrap().is_none());
         drop(t.join().unwrap());
         assert!(matches!(b.recv(None), Err(LinkError::Closed)));
         assert!(matches!(b.send(b"x"), Err(LinkError::Closed)));
+    }
+
+    fn tempfile() -> std::fs::File {
+        let fd = crate::shm_tensor::memfd("rffi-test", 0).unwrap();
+        std::fs::File::from(fd)
     }
 
     #[test]
@@ -408,5 +279,30 @@ mod tests {
     fn socket_link_moves_frames_and_reports_close() {
         let (x, y) = socket_pair().unwrap();
         exchange(Arc::new(SocketLink::new(x)), &SocketLink::new(y));
+    }
+
+    #[test]
+    fn many_descriptors_travel_in_order() {
+        let (x, y) = socket_pair().unwrap();
+        let (a, b) = (SocketLink::new(x), SocketLink::new(y));
+        let files: Vec<std::fs::File> = (0..300)
+            .map(|i: u32| {
+                let mut f = tempfile();
+                f.write_all(&i.to_le_bytes()).unwrap();
+                f
+            })
+            .collect();
+        let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+        let t = std::thread::spawn(move || b.recv(None).unwrap().unwrap());
+        a.send_with(&[1u8; 2000], &fds).unwrap();
+        let f = t.join().unwrap();
+        assert_eq!(f.fds.len(), 300);
+        for (i, fd) in f.fds.into_iter().enumerate() {
+            let mut file = std::fs::File::from(fd);
+            file.rewind().unwrap();
+            let mut v = [0u8; 4];
+            file.read_exact(&mut v).unwrap();
+            assert_eq!(u32::from_le_bytes(v), i as u32);
+        }
     }
 }

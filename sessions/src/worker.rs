@@ -4,15 +4,18 @@
 //! A worker never dies of what a command does: every error and panic is caught per command and
 //! kept as the first pending failure, which the next `Sync` or `Fetch` answer carries back.
 
-use crate::codec::{Value, WireError, Writer};
+use crate::codec::{Resolve, Value, WireError, Writer};
+use crate::progress::Progress;
 use crate::protocol::{Command, Reg, Reply};
+use crate::shm_tensor;
 use crate::transport::{Link, LinkError};
 use rffi_core::abi::*;
 use rffi_core::{
-    get_global_func, register_global, Any, Array, Error, Function, Map, Module, Result, Shape,
-    Tensor,
+    get_global_func, register_global, Any, Array, DataType, Error, Function, Map, Module, Result,
+    Shape, Tensor,
 };
 use std::cell::Cell;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 thread_local! {
@@ -43,7 +46,8 @@ register_global!("session.world_size", || -> Result<i64> {
 /// What the worker does after a command.
 pub enum Step {
     Continue,
-    Reply(Reply),
+    /// Answer with this reply and the descriptors its values name.
+    Reply(Reply, Vec<OwnedFd>),
     Shutdown,
 }
 
@@ -55,6 +59,35 @@ pub struct Worker {
     /// The function name of a register holding a function, for error messages.
     names: Vec<Option<String>>,
     pending: Option<WireError>,
+    /// Where finished frames are counted (set by the first command, `Attach`).
+    progress: Option<Progress>,
+}
+
+/// The descriptors of the frame being served, and the worker's registers, for the values of a
+/// command.
+struct FrameContext<'a> {
+    worker: &'a Worker,
+    fds: &'a [OwnedFd],
+}
+
+/// Descriptor `i` of a frame.
+fn frame_fd(fds: &[OwnedFd], i: u32) -> Result<&OwnedFd> {
+    fds.get(i as usize).ok_or_else(|| {
+        Error::value_error(format!(
+            "malformed session frame: descriptor #{i} of {} is missing",
+            fds.len()
+        ))
+    })
+}
+
+impl Resolve for FrameContext<'_> {
+    fn register(&self, r: u64) -> Result<Any> {
+        self.worker.get(r)
+    }
+    fn tensor(&self, fd: u32, shape: &[i64], dtype: DataType) -> Result<Any> {
+        // Private: each worker works on its own copy of a host tensor.
+        Ok(shm_tensor::open(frame_fd(self.fds, fd)?, shape, dtype, false)?.into())
+    }
 }
 
 impl Worker {
@@ -65,6 +98,7 @@ impl Worker {
             regs: Vec::new(),
             names: Vec::new(),
             pending: None,
+            progress: None,
         }
     }
 
@@ -117,8 +151,16 @@ impl Worker {
         }
     }
 
-    /// Runs one command, catching every error and panic.
-    pub fn handle(&mut self, cmd: Command) -> Step {
+    /// Counts `done` frames as finished (with the pending failure, if any) where the controller
+    /// looks.
+    pub fn report(&self, done: u64) {
+        if let Some(p) = &self.progress {
+            p.report(self.rank, done, self.pending.is_some());
+        }
+    }
+
+    /// Runs one command of a frame carrying `fds`, catching every error and panic.
+    pub fn handle(&mut self, cmd: Command, fds: &[OwnedFd]) -> Step {
         let name = cmd.name();
         let function = match &cmd {
             Command::GetGlobalFunc { name, .. } | Command::ModuleGetFunction { name, .. } => {
@@ -136,7 +178,7 @@ impl Worker {
             | Command::Empty { reg, .. } => Some(*reg),
             _ => None,
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(cmd)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(cmd, fds)));
         let err = match outcome {
             Ok(Ok(step)) => return step,
             Ok(Err(e)) => e,
@@ -151,8 +193,11 @@ impl Worker {
         Step::Continue
     }
 
-    fn run(&mut self, cmd: Command) -> Result<Step> {
+    fn run(&mut self, cmd: Command, fds: &[OwnedFd]) -> Result<Step> {
         match cmd {
+            Command::Attach { fd } => {
+                self.progress = Some(Progress::open(frame_fd(fds, fd)?, self.world)?);
+            }
             Command::GetGlobalFunc { reg, name } => {
                 let f = get_global_func(&name).ok_or_else(|| {
                     Error::key_error(format!("global function `{name}` is not registered"))
@@ -180,9 +225,10 @@ impl Worker {
                         e.message()
                     ))
                 })?;
+                let ctx = FrameContext { worker: self, fds };
                 let args = args
                     .into_iter()
-                    .map(|a| a.into_any(&|r| self.get(r)))
+                    .map(|a| a.into_any(&ctx))
                     .collect::<Result<Vec<_>>>()?;
                 let out = f.call(&args)?;
                 self.set(reg, Some(out), None);
@@ -192,8 +238,13 @@ impl Worker {
                 shape,
                 dtype,
                 device,
+                fd,
             } => {
-                let t = Tensor::empty(&shape, dtype, device)?;
+                let t = match fd {
+                    // Shared with the controller's mapping (see `shm_tensor::SharedTensor`).
+                    Some(i) => shm_tensor::open(frame_fd(fds, i)?, &shape, dtype, true)?,
+                    None => Tensor::empty(&shape, dtype, device)?,
+                };
                 self.set(reg, Some(t.into()), None);
             }
             Command::Free { regs } => {
@@ -204,20 +255,22 @@ impl Worker {
                 }
             }
             Command::Sync { seq } => {
-                return Ok(Step::Reply(Reply::Done {
-                    seq,
-                    error: self.pending.take(),
-                }))
+                let error = self.pending.take();
+                return Ok(Step::Reply(Reply::Done { seq, error }, Vec::new()));
             }
             Command::Fetch { seq, reg } => {
+                let mut out = Vec::new();
                 let result = match self.pending.take() {
                     Some(e) => Err(e),
                     None => self
                         .get(reg)
-                        .and_then(|v| to_value(&v))
+                        .and_then(|v| to_value(&v, self.progress.is_some(), &mut out))
                         .map_err(|e| WireError::from_error(&e, "", "fetch")),
                 };
-                return Ok(Step::Reply(Reply::Fetched { seq, result }));
+                if result.is_err() {
+                    out.clear();
+                }
+                return Ok(Step::Reply(Reply::Fetched { seq, result }, out));
             }
             Command::Copy {
                 seq,
@@ -254,7 +307,7 @@ impl Worker {
                         .map(Value::Bytes)
                         .map_err(|e| WireError::from_error(&e, "", "copy_from_worker_0")),
                 };
-                return Ok(Step::Reply(Reply::Fetched { seq, result }));
+                return Ok(Step::Reply(Reply::Fetched { seq, result }, Vec::new()));
             }
             Command::Shutdown => return Ok(Step::Shutdown),
         }
@@ -271,10 +324,8 @@ impl Worker {
             };
             self.fail(e, "", what);
         }
-        Step::Reply(Reply::Done {
-            seq,
-            error: self.pending.take(),
-        })
+        let error = self.pending.take();
+        Step::Reply(Reply::Done { seq, error }, Vec::new())
     }
 
     /// The tensor in `reg`, checked as the target of a host copy of `nbytes` bytes.
@@ -318,25 +369,45 @@ impl Worker {
     }
 }
 
-/// The value of a register as it travels back to the controller.
-fn to_value(v: &Any) -> Result<Value> {
+/// The value of a register as it travels back to the controller. A tensor goes as a copy: in a
+/// shared-memory file whose descriptor is added to `fds` when the controller is on this host
+/// (`local`: it sent the progress block), else inline in the frame.
+fn to_value(v: &Any, local: bool, fds: &mut Vec<OwnedFd>) -> Result<Value> {
     let view = v.view();
     Ok(match v.type_index() {
         kRFFITensor => {
-            return Err(Error::type_error(
-                "a tensor cannot be fetched; copy it with copy_from_worker_0",
-            ))
+            let t: Tensor = v.try_as()?;
+            if t.device() != rffi_core::Device::cpu() {
+                return Err(Error::type_error(format!(
+                    "a tensor on {} cannot be fetched (only CPU tensors come back to the \
+                     controller)",
+                    t.device().type_name()
+                )));
+            }
+            let (shape, dtype) = (t.shape().to_vec(), t.dtype());
+            if !local {
+                let data = shm_tensor::bytes_of(&t, crate::transport::MAX_FRAME - (1 << 20))?;
+                return Ok(Value::Tensor { shape, dtype, data });
+            }
+            fds.push(shm_tensor::share(&t)?);
+            let fd = (fds.len() - 1) as u32;
+            Value::FdTensor { fd, shape, dtype }
         }
         kRFFIArray => Value::Array(
             v.try_as::<Array>()?
                 .iter()
-                .map(|x| to_value(&x.to_owned()?))
+                .map(|x| to_value(&x.to_owned()?, local, fds))
                 .collect::<Result<_>>()?,
         ),
         kRFFIMap => Value::Map(
             v.try_as::<Map>()?
                 .iter()
-                .map(|(k, x)| Ok((to_value(&k.to_owned()?)?, to_value(&x.to_owned()?)?)))
+                .map(|(k, x)| {
+                    Ok((
+                        to_value(&k.to_owned()?, local, fds)?,
+                        to_value(&x.to_owned()?, local, fds)?,
+                    ))
+                })
                 .collect::<Result<_>>()?,
         ),
         kRFFIShape => Value::Shape(v.try_as::<Shape>()?.as_slice().to_vec()),
@@ -358,6 +429,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
     crate::ccl::link();
     let mut worker = Worker::new(rank, world);
     let mut w = Writer::default();
+    let mut frames = 0u64;
     let result = loop {
         let frame = match link.recv(None) {
             Ok(Some(f)) => f,
@@ -365,7 +437,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
             Err(LinkError::Closed) => break Ok(()),
             Err(LinkError::Io(e)) => break Err(format!("reading a command failed: {e}")),
         };
-        let cmds = match Command::decode_all(&frame) {
+        let cmds = match Command::decode_all(&frame.bytes) {
             Ok(c) => c,
             // A frame we cannot read leaves us out of step with the controller: stop, so it
             // sees this worker end instead of waiting for an answer that cannot come.
@@ -373,25 +445,30 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
         };
         let mut stop = false;
         for cmd in cmds {
-            match worker.handle(cmd) {
+            match worker.handle(cmd, &frame.fds) {
                 Step::Continue => {}
                 Step::Shutdown => {
                     stop = true;
                     break;
                 }
-                Step::Reply(r) => {
+                Step::Reply(r, fds) => {
                     w.buf.clear();
                     r.encode(&mut w);
-                    if link.send(&w.buf).is_err() {
+                    let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+                    if link.send_with(&w.buf, &fds).is_err() {
                         stop = true;
                         break;
                     }
                 }
             }
         }
+        // The frame's descriptors are closed here: what a command kept, it mapped.
+        drop(frame);
         if stop {
             break Ok(());
         }
+        frames += 1;
+        worker.report(frames);
     };
     drop(worker);
     crate::ccl::set_comm(None);

@@ -102,7 +102,7 @@ pub(super) unsafe fn make(api: &Api, name: &CStr, context: PyObj) -> PyObj {
         b"from_dlpack" => (
             from_dlpack as *mut c_void,
             METH_FASTCALL | METH_KEYWORDS,
-            c"from_dlpack(obj, /, *, require_alignment=0, require_contiguous=False)\n--\n\n\
+            c"from_dlpack(obj, *, require_alignment=0, require_contiguous=False)\n--\n\n\
               A Tensor sharing the memory of `obj`: anything with `__dlpack__` (numpy, torch, \
               cupy, jax arrays, rffi Tensors) or a DLPack capsule. No copy is made.",
         ),

@@ -1,7 +1,7 @@
 //! What a backend is: a name, the DLPack device types it serves, a priority, a probe, the ops it
 //! declares unsupported, and the implementations it installs once its probe succeeds.
 
-use crate::op::{Axis, Op, Scalar};
+use crate::op::{Gelu, Op, Scalar};
 use crate::tune::TuneView;
 use rffi_core::stream::StreamHandle;
 use rffi_core::{DataType, Device, Result, Tensor};
@@ -39,12 +39,23 @@ pub struct OpCall<'a> {
     pub dtype: DataType,
     /// The arch of `device`, from the backend's probe.
     pub arch: Option<&'a str>,
-    /// The input tensors (one or two), in argument order.
+    /// The input tensors in argument order: `x`, or `a` and `b` (of the output's shape: an
+    /// operand that broadcasts is a view with stride 0 along the broadcast axes).
     pub inputs: &'a [Tensor],
     /// The number operand of binary ops (`kernels.add(x, 2)`), instead of a second tensor.
     pub scalar: Option<Scalar>,
-    /// The reduction axis of `sum` (softmax is always `Last`).
-    pub axis: Axis,
+    /// The reduced axes of a reduction (sorted, distinct; every axis for `axis=None`), or the
+    /// axis of softmax (empty for a 0-d tensor).
+    pub axes: &'a [usize],
+    /// Reductions: whether `out` keeps the reduced axes (as size 1).
+    pub keepdims: bool,
+    /// Normalizations: the epsilon added to the variance / mean square.
+    pub eps: f64,
+    /// Normalizations: `weight` and `bias` (shape `[x.shape[-1]]`), when given.
+    pub weight: Option<&'a Tensor>,
+    pub bias: Option<&'a Tensor>,
+    /// The form of `gelu`.
+    pub gelu: Gelu,
     /// The destination: writable, of the result's shape, not unsafely aliased with an input.
     pub out: &'a Tensor,
     /// rffi's current stream for `device` (NULL: the default stream).
@@ -52,6 +63,42 @@ pub struct OpCall<'a> {
     /// This backend's tuning configs for `arch`.
     pub tune: TuneView<'a>,
 }
+
+impl OpCall<'_> {
+    /// The axes of `x` that are not reduced (reductions), in order.
+    pub fn kept_axes(&self) -> Vec<usize> {
+        (0..self.inputs[0].ndim())
+            .filter(|i| !self.axes.contains(i))
+            .collect()
+    }
+
+    /// `out`'s stride along each kept axis of `x` (reductions: `out` drops the reduced axes, or
+    /// keeps them as size 1 with `keepdims`).
+    pub fn out_strides_of_kept(&self) -> Vec<i64> {
+        let kept = self.kept_axes();
+        if self.keepdims {
+            kept.iter().map(|&i| self.out.strides()[i]).collect()
+        } else {
+            self.out.strides().to_vec()
+        }
+    }
+}
+
+/// What a backend says about how it would run a call (`kernels.explain`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Explanation {
+    /// The kernel or code path (`softmax_warp<G=8,N=4>`, `rows (threaded)`).
+    pub kernel: String,
+    /// Why that one: the shape class and the rule that chose it.
+    pub why: String,
+    /// Launch or threading parameters (`threads`, `blocks`, `grain`, ...).
+    pub params: Vec<(String, i64)>,
+    /// The tuning entry that supplied the parameters (`sm_90.json softmax[2]`), if any.
+    pub config: Option<String>,
+}
+
+/// Describes how a kernel would run a call, without running it.
+pub type ExplainFn = Arc<dyn Fn(&OpCall<'_>) -> Result<Explanation> + Send + Sync>;
 
 /// A kernel: computes `call.out` from the inputs.
 pub type KernelFn = Arc<dyn Fn(&OpCall<'_>) -> Result<()> + Send + Sync>;
@@ -70,6 +117,8 @@ pub struct Implementation {
     /// Higher runs first among implementations of one backend and arch class.
     pub priority: i32,
     pub kernel: KernelFn,
+    /// How the kernel would run a call (`kernels.explain`); `None`: the kernel names no variants.
+    pub explain: Option<ExplainFn>,
 }
 
 impl Implementation {
@@ -86,6 +135,7 @@ impl Implementation {
             dtypes: dtypes.to_vec(),
             priority: 0,
             kernel: Arc::new(kernel),
+            explain: None,
         }
     }
 
@@ -96,6 +146,14 @@ impl Implementation {
 
     pub fn with_priority(mut self, priority: i32) -> Implementation {
         self.priority = priority;
+        self
+    }
+
+    pub fn with_explain(
+        mut self,
+        explain: impl Fn(&OpCall<'_>) -> Result<Explanation> + Send + Sync + 'static,
+    ) -> Implementation {
+        self.explain = Some(Arc::new(explain));
         self
     }
 }

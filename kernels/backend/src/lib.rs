@@ -20,19 +20,23 @@
 #![allow(non_upper_case_globals)]
 
 pub mod alloc;
+mod args;
 mod backend;
 pub mod expr;
+mod introspect;
 mod op;
 mod registry;
 mod settings;
 pub mod tune;
 
+pub use args::{
+    broadcast_shape, broadcast_view, dtype_epsilon, is_non_overlapping, matmul_shape, MatmulShape,
+};
 pub use backend::{
-    Availability, Backend, DeviceInfo, GuardToken, Implementation, KernelFn, OpCall,
+    Availability, Backend, DeviceInfo, ExplainFn, Explanation, GuardToken, Implementation,
+    KernelFn, OpCall,
 };
-pub use op::{
-    is_non_overlapping, matmul_shape, Axis, MatmulShape, Op, OpKind, OpSet, Scalar, FLOATS, INTS,
-};
+pub use op::{Gelu, Op, OpKind, OpSet, Scalar, FLOATS, INTS};
 pub use registry::{Registry, ScopeBuilder};
 pub use settings::{ScopeGuard, ENV_BACKEND, ENV_DISABLE, ENV_ONLY, ENV_TUNE_DIR};
 pub use tune::{Config, TuneTable, TuneView};
@@ -76,7 +80,7 @@ fn split_list(s: &str) -> Vec<&str> {
 }
 
 /// Registers `kernels.<op>` for every op, plus:
-/// `kernels.describe()` and `kernels.list_ops()` (JSON text),
+/// `kernels.describe()`, `kernels.list_ops()` and `kernels.explain(op, *args)` (JSON text),
 /// `kernels.set_backend(name | None)`, `kernels.set_disabled("add,mul" | None)`,
 /// `kernels.set_only("add" | None)`, `kernels.push_scope(disable, only, backend) -> token` and
 /// `kernels.pop_scope(token)` (a scope on the calling thread, for a binding's context manager).
@@ -92,6 +96,30 @@ pub fn register_global_functions(reg: &'static Registry) -> Result<()> {
         (
             "kernels.describe",
             Function::from_typed(move || text(reg.describe())),
+        ),
+        (
+            "kernels.explain",
+            Function::from_packed(move |args: &[AnyView<'_>]| -> Result<Any> {
+                let name = args
+                    .first()
+                    .map(|v| v.try_as::<String>())
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        Error::type_error(
+                            "kernels.explain expects (op, *args): the op's name, then the \
+                             arguments of the call to explain",
+                        )
+                    })?;
+                let op = Op::parse(&name).ok_or_else(|| {
+                    Error::value_error(format!(
+                        "kernels.explain: unknown op `{name}`; valid ops: {}",
+                        Op::ALL.map(Op::name).join(", ")
+                    ))
+                })?;
+                Ok(Any::from(text(reg.explain(op, &args[1..])?)))
+            }),
         ),
         (
             "kernels.list_ops",

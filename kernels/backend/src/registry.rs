@@ -5,13 +5,13 @@
 //! the output, apply the backend's device guard, run the kernel. Probes and implementation
 //! installs run once per backend, at the first call that needs them (or `describe()`).
 
+use crate::args::{self, Parsed};
 use crate::backend::{Availability, Backend, Implementation, OpCall};
-use crate::op::{self, Op, OpKind, Parsed};
+use crate::op::{self, Op, OpKind};
 use crate::settings::{self, ApiSettings, EnvSettings, ScopeGuard, ScopeSettings};
 use crate::tune::{TuneTable, TuneView};
 use rffi_core::device::device_type_name;
 use rffi_core::{Any, AnyView, DataType, Device, Error, Result, Tensor};
-use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,7 +66,7 @@ impl Entry {
         })
     }
 
-    fn tune(&self, env: &EnvSettings) -> Result<&TuneTable> {
+    pub(crate) fn tune(&self, env: &EnvSettings) -> Result<&TuneTable> {
         self.tune
             .get_or_init(|| match &env.tune_dir {
                 Some(dir) => TuneTable::from_dir(dir, &self.backend.name),
@@ -93,7 +93,7 @@ impl Entry {
         self.backend.device_types.contains(&device_type)
     }
 
-    fn unsupported_reason(&self, op: Op) -> Option<String> {
+    pub(crate) fn unsupported_reason(&self, op: Op) -> Option<String> {
         let declared = self
             .backend
             .unsupported
@@ -108,7 +108,7 @@ impl Entry {
         declared.map(|(_, why)| why.clone())
     }
 
-    fn arch_of(&self, device: Device) -> Option<&str> {
+    pub(crate) fn arch_of(&self, device: Device) -> Option<&str> {
         self.availability().as_ref().ok().and_then(|a| {
             a.devices
                 .iter()
@@ -119,12 +119,12 @@ impl Entry {
 }
 
 /// The backends a device type dispatches to, in order, and how they were chosen.
-struct Selection {
-    active: Vec<Arc<Entry>>,
+pub(crate) struct Selection {
+    pub active: Vec<Arc<Entry>>,
     /// Which step chose the first one.
-    step: String,
+    pub step: String,
     /// Backends serving the device type that were left out, and why.
-    rejected: Vec<(String, String)>,
+    pub rejected: Vec<(String, String)>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -152,7 +152,7 @@ struct Resolved {
     imp: Arc<Implementation>,
 }
 
-fn device_type_label(t: i32) -> String {
+pub(crate) fn device_type_label(t: i32) -> String {
     device_type_name(t).map_or_else(|| format!("device type {t}"), str::to_owned)
 }
 
@@ -188,11 +188,11 @@ impl Registry {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn env(&self) -> &EnvSettings {
+    pub(crate) fn env(&self) -> &EnvSettings {
         self.env.get_or_init(|| EnvSettings::read(&*self.env_fn))
     }
 
-    fn api(&self) -> ApiSettings {
+    pub(crate) fn api(&self) -> ApiSettings {
         self.api.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -229,7 +229,7 @@ impl Registry {
             .collect()
     }
 
-    fn entries(&self) -> Vec<Arc<Entry>> {
+    pub(crate) fn entries(&self) -> Vec<Arc<Entry>> {
         self.backends
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -336,14 +336,14 @@ impl Registry {
         settings::op_disabled_reason(op, self.env(), &self.api(), &refs)
     }
 
-    fn choice(&self) -> Option<(String, &'static str)> {
+    pub(crate) fn choice(&self) -> Option<(String, &'static str)> {
         let scopes = self.scopes();
         let refs: Vec<&ScopeSettings> = scopes.iter().collect();
         settings::backend_choice(self.env(), &self.api(), &refs)
     }
 
     /// The backends calls on `device_type` go to, in order.
-    fn select(&self, device_type: i32) -> Result<Selection> {
+    pub(crate) fn select(&self, device_type: i32) -> Result<Selection> {
         let entries = self.entries();
         let serving: Vec<&Arc<Entry>> = entries.iter().filter(|e| e.serves(device_type)).collect();
         let label = device_type_label(device_type);
@@ -414,7 +414,7 @@ impl Registry {
 
     /// `resolve`, remembered per (op, device, dtype) until the settings or backends change.
     /// Calls inside a scope on this thread resolve afresh (scopes are per thread and short).
-    fn resolve_cached(
+    pub(crate) fn resolve_cached(
         &self,
         op: Op,
         device: Device,
@@ -520,16 +520,30 @@ impl Registry {
     /// Calls `op` with packed arguments (what `kernels.<op>` does). Returns the new output in the
     /// allocating form and None in the destination-passing form.
     pub fn call(&self, op: Op, args: &[AnyView<'_>]) -> Result<Any> {
-        let parsed = op::parse(op, args)?;
+        let parsed = args::parse(op, args)?;
         let (entry, imp) = self.resolve_cached(op, parsed.device, parsed.dtype)?;
         let shape = parsed.output_shape()?;
         if let Some((out, pos)) = &parsed.out {
-            op::check_out(&parsed, out, *pos, &shape)?;
+            args::check_out(&parsed, out, *pos, &shape)?;
         }
-        self.run(&parsed, &entry, &imp, &shape)
+        let (out, allocated, ()) = self.run(&parsed, &entry, &shape, |call| (imp.kernel)(call))?;
+        Ok(if allocated {
+            Any::from(out)
+        } else {
+            Any::none()
+        })
     }
 
-    fn run(&self, p: &Parsed, entry: &Entry, imp: &Implementation, shape: &[i64]) -> Result<Any> {
+    /// Builds the call a kernel sees (allocating the output unless one is given) under the
+    /// backend's device guard, and hands it to `f`. Returns the output, whether it was
+    /// allocated, and what `f` returned.
+    pub(crate) fn run<T>(
+        &self,
+        p: &Parsed,
+        entry: &Entry,
+        shape: &[i64],
+        f: impl FnOnce(&OpCall<'_>) -> Result<T>,
+    ) -> Result<(Tensor, bool, T)> {
         let device = p.device;
         let stream = rffi_core::stream::current_stream(device);
         // The guard covers allocation too: an allocator may use the current device.
@@ -541,10 +555,21 @@ impl Registry {
             .transpose()?;
         let (out, allocated) = match &p.out {
             Some((t, _)) => (t.clone(), false),
-            None => (self.allocate(entry, shape, p.dtype, device, stream)?, true),
+            None => (
+                self.allocate(entry, shape, p.out_dtype(), device, stream)?,
+                true,
+            ),
         };
         let tune = entry.tune(self.env())?;
-        let inputs: Vec<Tensor> = p.inputs.iter().map(|(t, _)| t.clone()).collect();
+        // Operands that broadcast are read through stride-0 views of their own memory.
+        let inputs: Vec<Tensor> = if p.op.kind() == OpKind::Binary {
+            p.inputs
+                .iter()
+                .map(|(t, _)| args::broadcast_view(t, shape))
+                .collect::<Result<_>>()?
+        } else {
+            p.inputs.iter().map(|(t, _)| t.clone()).collect()
+        };
         let arch = entry.arch_of(device);
         let call = OpCall {
             op: p.op,
@@ -553,17 +578,18 @@ impl Registry {
             arch,
             inputs: &inputs,
             scalar: p.scalar,
-            axis: p.axis,
+            axes: &p.axes,
+            keepdims: p.keepdims,
+            eps: p.eps,
+            weight: p.weight.as_ref().map(|(t, _)| t),
+            bias: p.bias.as_ref().map(|(t, _)| t),
+            gelu: p.gelu,
             out: &out,
             stream,
             tune: TuneView::new(tune, arch),
         };
-        (imp.kernel)(&call)?;
-        Ok(if allocated {
-            Any::from(out)
-        } else {
-            Any::none()
-        })
+        let r = f(&call)?;
+        Ok((out, allocated, r))
     }
 
     fn allocate(
@@ -582,146 +608,6 @@ impl Registry {
             }
             _ => Tensor::empty(shape, dtype, device),
         }
-    }
-
-    /// Which backend serves what, and why the others were rejected (probes every backend).
-    pub fn describe(&self) -> Value {
-        let env = self.env();
-        let api = self.api();
-        let entries = self.entries();
-        let backends: Vec<Value> = entries
-            .iter()
-            .map(|e| {
-                let b = &e.backend;
-                let (available, reason, devices, detail) = match e.availability() {
-                    Ok(a) => (
-                        true,
-                        Value::Null,
-                        a.devices
-                            .iter()
-                            .map(|d| {
-                                json!({"device": format!("{}:{}", device_type_label(d.device_type), d.index),
-                                       "arch": d.arch, "name": d.name})
-                            })
-                            .collect::<Vec<_>>(),
-                        a.detail.clone(),
-                    ),
-                    Err(why) => (false, Value::from(why.clone()), Vec::new(), String::new()),
-                };
-                let impls = match e.implementations() {
-                    Ok(i) => json!(i.len()),
-                    Err(why) => json!(why),
-                };
-                let unsupported: serde_json::Map<String, Value> = b
-                    .unsupported
-                    .iter()
-                    .chain(
-                        e.availability()
-                            .as_ref()
-                            .map(|a| a.unsupported.as_slice())
-                            .unwrap_or(&[]),
-                    )
-                    .map(|(op, why)| (op.name().to_owned(), json!(why)))
-                    .collect();
-                json!({
-                    "name": b.name,
-                    "priority": b.priority,
-                    "fallback": b.fallback,
-                    "device_types": b.device_types.iter().map(|&t| device_type_label(t)).collect::<Vec<_>>(),
-                    "dtypes": b.dtypes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                    "available": available,
-                    "reason": reason,
-                    "detail": detail,
-                    "devices": devices,
-                    "implementations": impls,
-                    "unsupported_ops": unsupported,
-                    "tune": match e.tune(env) { Ok(t) => json!(t.source), Err(err) => json!(err.message()) },
-                })
-            })
-            .collect();
-        let mut device_types: Vec<i32> = Vec::new();
-        for e in &entries {
-            for &t in &e.backend.device_types {
-                if !device_types.contains(&t) {
-                    device_types.push(t);
-                }
-            }
-        }
-        let mut selection = serde_json::Map::new();
-        for t in device_types {
-            let v = match self.select(t) {
-                Ok(sel) => json!({
-                    "chosen": sel.active[0].backend.name,
-                    "step": sel.step,
-                    "order": sel.active.iter().map(|e| e.backend.name.clone()).collect::<Vec<_>>(),
-                    "rejected": sel.rejected.iter().map(|(n, w)| json!({"backend": n, "why": w})).collect::<Vec<_>>(),
-                }),
-                Err(e) => json!({"error": e.message()}),
-            };
-            selection.insert(device_type_label(t), v);
-        }
-        let choice = self.choice();
-        json!({
-            "settings": {
-                "backend": choice.as_ref().map(|(n, _)| n.clone()),
-                "backend_source": choice.as_ref().map(|(_, s)| *s),
-                "disabled": Op::ALL.iter().filter(|o| self.op_disabled_reason(**o).is_some()).map(|o| o.name()).collect::<Vec<_>>(),
-                "env": {
-                    settings::ENV_BACKEND: env.backend,
-                    settings::ENV_DISABLE: env.disabled_raw,
-                    settings::ENV_ONLY: env.only_raw,
-                    settings::ENV_TUNE_DIR: env.tune_dir.as_ref().map(|p| p.display().to_string()),
-                },
-                "api": {"backend": api.backend, "disabled": api.disabled.map(|s| s.to_string()),
-                        "only": api.only.map(|s| s.to_string())},
-            },
-            "errors": env.error().into_iter().collect::<Vec<_>>(),
-            "backends": backends,
-            "selection": selection,
-        })
-    }
-
-    /// Every op: enabled or why not, and each implementation with whether it would be used.
-    pub fn list_ops(&self) -> Value {
-        let entries = self.entries();
-        let ops: Vec<Value> = Op::ALL
-            .iter()
-            .map(|&op| {
-                let disabled = self.op_disabled_reason(op);
-                let mut impls = Vec::new();
-                for e in &entries {
-                    let Ok(list) = e.implementations() else {
-                        continue;
-                    };
-                    let unsupported = e.unsupported_reason(op);
-                    for i in list.iter().filter(|i| i.op == op) {
-                        impls.push(json!({
-                            "backend": e.backend.name,
-                            "device_type": device_type_label(i.device_type),
-                            "arch": i.arch,
-                            "dtypes": i.dtypes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                            "priority": i.priority,
-                            "usable": unsupported.is_none(),
-                            "why": unsupported,
-                        }));
-                    }
-                }
-                json!({
-                    "op": op.name(),
-                    "function": op.global_name(),
-                    "signature": op.signature(),
-                    "enabled": disabled.is_none(),
-                    "why": disabled,
-                    "implementations": impls,
-                })
-            })
-            .collect();
-        Value::Array(ops)
-    }
-
-    /// Whether `op` takes two tensors that must match in shape (for the docs of bindings).
-    pub fn op_kind(op: Op) -> OpKind {
-        op.kind()
     }
 }
 

@@ -31,11 +31,21 @@ pub struct Config {
     pub params: Vec<(String, i64)>,
     /// Applies only when this holds over the problem variables (and the params).
     pub when: Option<Expr>,
+    /// Where it was written: `sm_90.json softmax[2]` (file, key, entry index), for `explain`.
+    pub origin: String,
 }
 
 impl Config {
     pub fn get(&self, name: &str) -> Option<i64> {
         self.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+
+    /// `sm_90.json softmax[2] when cols <= 1024`: where the entry is and its condition.
+    pub fn describe(&self) -> String {
+        match &self.when {
+            Some(w) => format!("{} (when {w})", self.origin),
+            None => self.origin.clone(),
+        }
     }
 }
 
@@ -81,7 +91,11 @@ pub fn expand_entry(entry: &Value) -> Result<Vec<Config>, String> {
             }
             params.push((k.clone(), int_of(v, &format!("parameter `{k}`"))?));
         }
-        return Ok(vec![Config { params, when }]);
+        return Ok(vec![Config {
+            params,
+            when,
+            origin: String::new(),
+        }]);
     };
     for k in obj.keys() {
         if !matches!(k.as_str(), "gen" | "where" | "set" | "when") && !k.starts_with('_') {
@@ -137,6 +151,7 @@ pub fn expand_entry(entry: &Value) -> Result<Vec<Config>, String> {
             out.push(Config {
                 params,
                 when: when.clone(),
+                origin: String::new(),
             });
         }
         let mut axis = axes.len();
@@ -170,7 +185,11 @@ pub fn parse_layer(text: &str) -> Result<Layer, String> {
             .ok_or_else(|| format!("`{key}` must be a list of entries"))?;
         let mut configs = Vec::new();
         for (i, e) in entries.iter().enumerate() {
-            configs.extend(expand_entry(e).map_err(|m| format!("`{key}` entry {i}: {m}"))?);
+            let expanded = expand_entry(e).map_err(|m| format!("`{key}` entry {i}: {m}"))?;
+            configs.extend(expanded.into_iter().map(|mut c| {
+                c.origin = format!("{key}[{i}]");
+                c
+            }));
         }
         layer.insert(key.clone(), configs);
     }
@@ -189,7 +208,10 @@ impl TuneTable {
             let Some(stem) = name.strip_suffix(".json") else {
                 continue;
             };
-            let layer = parse_layer(text).map_err(|e| format!("{}/{name}: {e}", t.source))?;
+            let mut layer = parse_layer(text).map_err(|e| format!("{}/{name}: {e}", t.source))?;
+            for c in layer.values_mut().flatten() {
+                c.origin = format!("{name} {}", c.origin);
+            }
             if stem == "default" {
                 t.backend = layer;
             } else {

@@ -99,6 +99,9 @@ impl FromScalar for i64 {
     }
 }
 
+/// sqrt(2 / pi), the scale of the tanh form of GELU.
+const GELU_TANH_K: f64 = 0.797_884_560_802_865_4;
+
 /// The float compute types (f32, f64): what the float ops need.
 pub trait Float:
     Copy
@@ -115,6 +118,7 @@ pub trait Float:
     const NEG_INF: Self;
     fn exp(self) -> Self;
     fn gelu(self) -> Self;
+    fn gelu_tanh(self) -> Self;
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
 }
@@ -131,6 +135,12 @@ impl Float for f32 {
         // The exact (erf) form, PyTorch's default, written with erfc: 1 + erf(x) cancels for
         // negative x, erfc(-x) does not.
         0.5 * self * libm::erfcf(-self * core::f32::consts::FRAC_1_SQRT_2)
+    }
+    #[inline(always)]
+    fn gelu_tanh(self) -> f32 {
+        // 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): no cancellation for negative x.
+        let u = GELU_TANH_K as f32 * (self + 0.044_715 * self * self * self);
+        self / (1.0 + crate::math::exp_f32(-2.0 * u))
     }
     fn to_f64(self) -> f64 {
         self as f64
@@ -150,6 +160,11 @@ impl Float for f64 {
     #[inline(always)]
     fn gelu(self) -> f64 {
         0.5 * self * libm::erfc(-self * core::f64::consts::FRAC_1_SQRT_2)
+    }
+    #[inline(always)]
+    fn gelu_tanh(self) -> f64 {
+        let u = GELU_TANH_K * (self + 0.044_715 * self * self * self);
+        self / (1.0 + (-2.0 * u).exp())
     }
     fn to_f64(self) -> f64 {
         self

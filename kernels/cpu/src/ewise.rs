@@ -5,7 +5,7 @@ use crate::layout::{Plan, Ptr};
 use crate::math::multiversion;
 use crate::Tuning;
 use rffi_core::Result;
-use rffi_kernels::{Op, OpCall};
+use rffi_kernels::{Gelu, Op, OpCall};
 
 /// `out = f(a, b)` for tensors of one shape, any strides (in place when `out` is `a` or `b`).
 pub fn binary<T: Elem>(call: &OpCall<'_>, f: impl Fn(T::C, T::C) -> T::C + Sync) -> Result<()>
@@ -126,6 +126,7 @@ where
 {
     match call.op {
         Op::Relu => unary::<T>(call, |x| if x < T::C::ZERO { T::C::ZERO } else { x }),
+        Op::Gelu if call.gelu == Gelu::Tanh => unary::<T>(call, |x| x.gelu_tanh()),
         Op::Gelu => unary::<T>(call, |x| x.gelu()),
         Op::Exp => unary::<T>(call, |x| x.exp()),
         op => unreachable!("{op} is not a unary op"),

@@ -156,6 +156,32 @@ impl<const N: usize> Plan<N> {
     }
 }
 
+/// The rows of `x` and `o` (same shape) along `axis`: a plan over every other dim with both
+/// tensors' strides, the row length and the two strides along the axis. No axis (a 0-d tensor)
+/// is one row of one element.
+pub fn rows_along(x: &Tensor, o: &Tensor, axis: Option<usize>) -> (Plan<2>, usize, isize, isize) {
+    let Some(a) = axis else {
+        return (Plan::new(&[], [&[], &[]]), 1, 1, 1);
+    };
+    let others = |v: &[i64]| -> Vec<i64> {
+        v.iter()
+            .enumerate()
+            .filter(|&(i, _)| i != a)
+            .map(|(_, &d)| d)
+            .collect()
+    };
+    let plan = Plan::new(
+        &others(x.shape()),
+        [&others(x.strides()), &others(o.strides())],
+    );
+    (
+        plan,
+        x.shape()[a] as usize,
+        x.strides()[a] as isize,
+        o.strides()[a] as isize,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,13 +14,15 @@ mod ewise;
 mod layout;
 mod math;
 mod matmul;
+mod norm;
 mod reduce;
+mod softmax;
 
 pub use math::exp_f32;
 
 use rffi_core::abi::{kDLCPU, kDLCUDAHost, kDLCUDAManaged, kDLROCMHost};
 use rffi_core::{DataType, Result};
-use rffi_kernels::{Availability, Backend, Implementation, Op, OpCall};
+use rffi_kernels::{Availability, Backend, Explanation, Implementation, Op, OpCall};
 
 pub use rffi_kernels::{FLOATS, INTS};
 
@@ -34,6 +36,8 @@ pub(crate) struct Tuning {
     pub min_parallel: usize,
     /// Elements per task.
     pub grain: usize,
+    /// The tuning entry the values came from (`explain`); `None`: built-in defaults.
+    pub origin: Option<String>,
 }
 
 impl Tuning {
@@ -45,19 +49,24 @@ impl Tuning {
             return Ok(Tuning {
                 min_parallel: 1 << 16,
                 grain: 1 << 15,
+                origin: None,
             });
         };
         Ok(Tuning {
             min_parallel: c.get("min_parallel").unwrap_or(1 << 16).max(0) as usize,
             grain: c.get("grain").unwrap_or(1 << 15).max(1) as usize,
+            origin: Some(c.describe()),
         })
     }
 }
+
+type ExplainFn = fn(&OpCall<'_>) -> Result<Explanation>;
 
 fn imp(
     op: Op,
     dtypes: &[DataType],
     k: impl Fn(&OpCall<'_>) -> Result<()> + Send + Sync + 'static,
+    explain: Option<ExplainFn>,
 ) -> Vec<Implementation> {
     // One implementation per device type the CPU reads.
     let k = std::sync::Arc::new(k);
@@ -65,7 +74,11 @@ fn imp(
         .iter()
         .map(|&t| {
             let k = k.clone();
-            Implementation::new(op, t, dtypes, move |c: &OpCall<'_>| k(c))
+            let i = Implementation::new(op, t, dtypes, move |c: &OpCall<'_>| k(c));
+            match explain {
+                Some(e) => i.with_explain(e),
+                None => i,
+            }
         })
         .collect()
 }
@@ -87,15 +100,20 @@ pub fn backend() -> Backend {
         .implementations(move |_| {
             let mut v = Vec::new();
             for op in [Op::Add, Op::Sub, Op::Mul] {
-                v.extend(imp(op, &all, ewise::binary_any));
+                v.extend(imp(op, &all, ewise::binary_any, None));
             }
-            v.extend(imp(Op::Div, &FLOATS, ewise::binary_any));
+            v.extend(imp(Op::Div, &FLOATS, ewise::binary_any, None));
             for op in [Op::Relu, Op::Gelu, Op::Exp] {
-                v.extend(imp(op, &FLOATS, ewise::unary_float));
+                v.extend(imp(op, &FLOATS, ewise::unary_float, None));
             }
-            v.extend(imp(Op::Sum, &FLOATS, reduce::sum));
-            v.extend(imp(Op::Softmax, &FLOATS, reduce::softmax));
-            v.extend(imp(Op::Matmul, &FLOATS, matmul::matmul));
+            for op in [Op::Sum, Op::Mean, Op::Max, Op::Min, Op::Argmax] {
+                v.extend(imp(op, &FLOATS, reduce::reduce, Some(reduce::explain)));
+            }
+            v.extend(imp(Op::Softmax, &FLOATS, softmax::softmax, None));
+            for op in [Op::LayerNorm, Op::RmsNorm] {
+                v.extend(imp(op, &FLOATS, norm::norm, None));
+            }
+            v.extend(imp(Op::Matmul, &FLOATS, matmul::matmul, None));
             Ok(v)
         })
 }

@@ -9,7 +9,7 @@ use crate::driver::{self, guarded, Scratch};
 use crate::ops::{compact_strides, copy_compact, copy_to, ptr};
 use cudarc::cublas::sys as cb;
 use rffi_core::{DataType, Error, Result, Tensor};
-use rffi_kernels::{matmul_shape, OpCall};
+use rffi_kernels::{matmul_shape, Explanation, OpCall};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
@@ -97,6 +97,36 @@ fn types(d: DataType) -> (cb::cudaDataType, cb::cublasComputeType_t) {
 
 pub fn matmul(call: &OpCall<'_>) -> Result<()> {
     guarded("cuBLAS matmul", || matmul_inner(call))
+}
+
+/// Which operands cuBLAS reads in place and which are copied first.
+pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
+    let (a, b, o) = (&call.inputs[0], &call.inputs[1], call.out);
+    let ms = matmul_shape(a, b)?;
+    let how = |t: &Tensor, r, c| match view(t, r, c) {
+        Some(v) if v.trans => "read in place (transposed)",
+        Some(_) => "read in place",
+        None => "copied to a compact buffer first",
+    };
+    let out = match view(o, ms.m, ms.n) {
+        Some(v) if !v.trans => "written in place",
+        _ => "written through a compact buffer",
+    };
+    Ok(Explanation {
+        kernel: "cublasGemmStridedBatchedEx".into(),
+        why: format!(
+            "{} batch(es) of [{}x{}] @ [{}x{}]: a {}, b {}, out {out}",
+            ms.batch.iter().product::<i64>(),
+            ms.m,
+            ms.k,
+            ms.k,
+            ms.n,
+            how(a, ms.m, ms.k),
+            how(b, ms.k, ms.n)
+        ),
+        params: Vec::new(),
+        config: None,
+    })
 }
 
 fn matmul_inner(call: &OpCall<'_>) -> Result<()> {

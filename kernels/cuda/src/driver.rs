@@ -3,7 +3,7 @@
 //! errors. Contexts are the devices' primary contexts (the ones PyTorch and the runtime API
 //! use), so pointers from other frameworks are valid in them.
 
-use crate::source::{dt_of, module_source, Dt};
+use crate::source::{dt_of, module_source, Dt, Family};
 use cudarc::driver::{result, sys};
 use rffi_core::{DataType, Device, Error, Result};
 use std::collections::HashMap;
@@ -175,21 +175,23 @@ impl Drop for ContextGuard {
     }
 }
 
-/// A compiled module's functions, per (device, dtype), keyed by (name, suffix).
+/// A compiled module's functions, keyed by name.
 struct Module {
-    functions: Mutex<HashMap<(&'static str, &'static str), Handle<sys::CUfunction>>>,
+    functions: Mutex<HashMap<&'static str, Handle<sys::CUfunction>>>,
     module: Handle<sys::CUmodule>,
 }
 
-fn modules() -> &'static Mutex<HashMap<(i32, &'static str), &'static Module>> {
-    static M: OnceLock<Mutex<HashMap<(i32, &'static str), &'static Module>>> = OnceLock::new();
+type ModuleKey = (i32, &'static str, Family);
+
+fn modules() -> &'static Mutex<HashMap<ModuleKey, &'static Module>> {
+    static M: OnceLock<Mutex<HashMap<ModuleKey, &'static Module>>> = OnceLock::new();
     M.get_or_init(Default::default)
 }
 
-/// Compiles (once per device and dtype; NVRTC for the device's arch) and loads the module of
-/// `dtype` in the current context.
-fn module(ordinal: i32, dt: &Dt) -> Result<&'static Module> {
-    let key = (ordinal, dt.name);
+/// Compiles (once per device, dtype and family; NVRTC for the device's arch) and loads a module
+/// in the current context.
+fn module(ordinal: i32, dt: &Dt, family: Family) -> Result<&'static Module> {
+    let key = (ordinal, dt.name, family);
     let mut map = modules().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(m) = map.get(&key) {
         return Ok(m);
@@ -198,24 +200,26 @@ fn module(ordinal: i32, dt: &Dt) -> Result<&'static Module> {
     let opts = cudarc::nvrtc::CompileOptions {
         options: vec![
             format!("--gpu-architecture=compute_{}{}", info.major, info.minor),
-            "--std=c++14".into(),
+            "--std=c++17".into(),
         ],
-        name: Some(format!("rffi_kernels_{}.cu", dt.name)),
+        name: Some(format!("rffi_kernels_{}_{}.cu", dt.name, family.name())),
         ..Default::default()
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(module_source(dt), opts).map_err(|e| {
-        let detail = match &e {
-            cudarc::nvrtc::CompileError::CompileError { log, .. } => {
-                log.to_string_lossy().into_owned()
-            }
-            other => format!("{other:?}"),
-        };
-        Error::runtime_error(format!(
-            "kernels (cuda): NVRTC could not compile the {} kernels for {}: {detail}",
-            dt.name,
-            info.arch()
-        ))
-    })?;
+    let ptx =
+        cudarc::nvrtc::compile_ptx_with_opts(module_source(dt, family), opts).map_err(|e| {
+            let detail = match &e {
+                cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+                    log.to_string_lossy().into_owned()
+                }
+                other => format!("{other:?}"),
+            };
+            Error::runtime_error(format!(
+                "kernels (cuda): NVRTC could not compile the {} {} kernels for {}: {detail}",
+                dt.name,
+                family.name(),
+                info.arch()
+            ))
+        })?;
     let image = CString::new(ptx.to_src())
         .map_err(|_| Error::runtime_error("kernels (cuda): NVRTC returned PTX with a NUL byte"))?;
     // SAFETY: a NUL-terminated PTX image; the module stays loaded for the process's lifetime.
@@ -229,27 +233,26 @@ fn module(ordinal: i32, dt: &Dt) -> Result<&'static Module> {
     Ok(module)
 }
 
-/// The kernel `name` + `suffix` of `dtype`'s module on `device` (the two parts are kept apart
-/// so a call finds a variant without building its name).
+/// The kernel `name` of `dtype`'s `family` module on `device` (names are static, so a call
+/// finds its kernel without building a string).
 pub fn function(
     device: Device,
     dtype: DataType,
+    family: Family,
     name: &'static str,
-    suffix: &'static str,
 ) -> Result<sys::CUfunction> {
     let dt = dt_of(dtype)
         .ok_or_else(|| Error::type_error(format!("kernels (cuda): no kernels for {dtype}")))?;
-    let m = module(device.index(), &dt)?;
+    let m = module(device.index(), &dt, family)?;
     let mut f = m.functions.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(h) = f.get(&(name, suffix)) {
+    if let Some(h) = f.get(name) {
         return Ok(h.0);
     }
-    let full = format!("{name}{suffix}");
-    let cname = CString::new(full.as_str()).expect("kernel names have no NUL");
+    let cname = CString::new(name).expect("kernel names have no NUL");
     // SAFETY: a loaded module.
     let func = unsafe { result::module::get_function(m.module.0, cname) }
-        .map_err(|e| err(&format!("cuModuleGetFunction({full})"), e))?;
-    f.insert((name, suffix), Handle(func));
+        .map_err(|e| err(&format!("cuModuleGetFunction({name})"), e))?;
+    f.insert(name, Handle(func));
     Ok(func)
 }
 
@@ -260,13 +263,14 @@ pub fn function(
 /// kernel's accesses until it completes.
 pub unsafe fn launch(
     f: sys::CUfunction,
-    grid: u32,
+    grid: (u32, u32),
     block: u32,
     stream: sys::CUstream,
     args: &mut [*mut c_void],
 ) -> Result<()> {
+    let grid = (grid.0.max(1), grid.1.max(1), 1);
     // SAFETY: forwarded contract.
-    unsafe { result::launch_kernel(f, (grid.max(1), 1, 1), (block, 1, 1), 0, stream, args) }
+    unsafe { result::launch_kernel(f, grid, (block, 1, 1), 0, stream, args) }
         .map_err(|e| err("cuLaunchKernel", e))
 }
 

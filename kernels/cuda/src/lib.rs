@@ -11,6 +11,9 @@
 //! the probe fail with the reason instead of panicking.
 //!
 //! Dtypes: float32, float64, float16, bfloat16 for every op; int32 and int64 for add, sub, mul.
+//!
+//! `ops` plans each call (the kernel variant for the shape class, from the SM count and the
+//! tuning configs) before launching it; `kernels.explain` shows the plan.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 // DLPack constants keep their C names (`kDLCUDA`).
@@ -18,27 +21,53 @@
 
 mod blas;
 mod driver;
-mod ops;
+pub mod ops;
 pub mod source;
 
 use driver::{guarded, ContextGuard};
 use rffi_core::abi::{kDLCUDA, kDLCUDAManaged};
 use rffi_core::{DataType, Result};
-use rffi_kernels::{Availability, Backend, DeviceInfo, GuardToken, Implementation, Op, OpCall};
-use std::sync::Arc;
+use rffi_kernels::{
+    Availability, Backend, DeviceInfo, Explanation, GuardToken, Implementation, Op, OpCall,
+};
 
 pub use rffi_kernels::{FLOATS, INTS};
 
-// The CUDA source of a dtype's module, for inspection and for compiling it where no GPU is
-// (the kernels' Python tests check it compiles with NVRTC on CPU-only machines).
-rffi_core::register_global!("kernels.cuda_source", |dtype: DataType| -> Result<String> {
-    source::dt_of(dtype)
-        .map(|dt| source::module_source(&dt))
-        .ok_or_else(|| {
-            rffi_core::Error::value_error(format!(
-                "kernels.cuda_source: no CUDA module for dtype {dtype}"
-            ))
-        })
+// The CUDA source of a dtype's module of one family (`elementwise`, `reduce`, `softmax`, `norm`),
+// for inspection and for compiling it where no GPU is (the kernels' Python tests check that every
+// module compiles with NVRTC on CPU-only machines). Without a family: the families of the dtype,
+// comma-separated.
+rffi_core::register_global_packed!("kernels.cuda_source", |args: &[rffi_core::AnyView<
+    '_,
+>]|
+ -> Result<rffi_core::Any> {
+    if !(1..=2).contains(&args.len()) {
+        return Err(rffi_core::Error::type_error(format!(
+            "kernels.cuda_source expects (dtype[, family]) but {} arguments were given",
+            args.len()
+        )));
+    }
+    let dtype: DataType = args[0].try_as()?;
+    let family: Option<String> = args.get(1).map(|v| v.try_as()).transpose()?.flatten();
+    let dt = source::dt_of(dtype).ok_or_else(|| {
+        rffi_core::Error::value_error(format!(
+            "kernels.cuda_source: no CUDA module for dtype {dtype}"
+        ))
+    })?;
+    let Some(name) = family else {
+        let names: Vec<&str> = source::Family::ALL
+            .into_iter()
+            .filter(|f| f.serves(&dt))
+            .map(source::Family::name)
+            .collect();
+        return Ok(rffi_core::Any::from(names.join(",")));
+    };
+    match source::Family::parse(&name).filter(|f| f.serves(&dt)) {
+        Some(f) => Ok(rffi_core::Any::from(source::module_source(&dt, f))),
+        None => Err(rffi_core::Error::value_error(format!(
+            "kernels.cuda_source: no {name} module for dtype {dtype}"
+        ))),
+    }
 });
 
 /// Finds the driver and the devices. Never panics: cudarc's panics on missing libraries are
@@ -97,41 +126,44 @@ pub fn probe() -> std::result::Result<Availability, String> {
     })
 }
 
-type Kernel = Arc<dyn Fn(&OpCall<'_>) -> Result<()> + Send + Sync>;
+type Kernel = fn(&OpCall<'_>) -> Result<()>;
+type Explain = fn(&OpCall<'_>) -> Result<Explanation>;
 
-fn imp(op: Op, dtypes: &[DataType], k: Kernel) -> Vec<Implementation> {
+fn imp(op: Op, dtypes: &[DataType], k: Kernel, explain: Explain) -> Vec<Implementation> {
     [kDLCUDA, kDLCUDAManaged]
         .into_iter()
         .map(|t| {
-            let k = k.clone();
             Implementation::new(op, t, dtypes, move |c: &OpCall<'_>| {
                 guarded(c.op.name(), || k(c))
             })
+            .with_explain(move |c: &OpCall<'_>| guarded(c.op.name(), || explain(c)))
         })
         .collect()
 }
 
 fn implementations() -> Vec<Implementation> {
+    use ops::{elementwise as ew, norm, reduce, softmax};
     let all: Vec<DataType> = FLOATS.iter().chain(&INTS).copied().collect();
     let mut v = Vec::new();
-    for (op, name) in [(Op::Add, "add"), (Op::Sub, "sub"), (Op::Mul, "mul")] {
-        v.extend(imp(op, &all, Arc::new(move |c| ops::elementwise(c, name))));
+    for op in [Op::Add, Op::Sub, Op::Mul] {
+        v.extend(imp(op, &all, ew::elementwise, ew::explain));
     }
-    for (op, name) in [
-        (Op::Div, "div"),
-        (Op::Relu, "relu"),
-        (Op::Gelu, "gelu"),
-        (Op::Exp, "exp"),
-    ] {
-        v.extend(imp(
-            op,
-            &FLOATS,
-            Arc::new(move |c| ops::elementwise(c, name)),
-        ));
+    for op in [Op::Div, Op::Relu, Op::Gelu, Op::Exp] {
+        v.extend(imp(op, &FLOATS, ew::elementwise, ew::explain));
     }
-    v.extend(imp(Op::Sum, &FLOATS, Arc::new(ops::sum)));
-    v.extend(imp(Op::Softmax, &FLOATS, Arc::new(ops::softmax)));
-    v.extend(imp(Op::Matmul, &FLOATS, Arc::new(blas::matmul)));
+    for op in [Op::Sum, Op::Mean, Op::Max, Op::Min, Op::Argmax] {
+        v.extend(imp(op, &FLOATS, reduce::reduce, reduce::explain));
+    }
+    v.extend(imp(
+        Op::Softmax,
+        &FLOATS,
+        softmax::softmax,
+        softmax::explain,
+    ));
+    for op in [Op::LayerNorm, Op::RmsNorm] {
+        v.extend(imp(op, &FLOATS, norm::norm, norm::explain));
+    }
+    v.extend(imp(Op::Matmul, &FLOATS, blas::matmul, blas::explain));
     v
 }
 

@@ -1,6 +1,7 @@
 """The CUDA backend's kernels compile with NVRTC, checked where there is no GPU: NVRTC is a plain
 library (the `nvidia-cuda-nvrtc-cu12` wheel), so a CPU-only machine catches a source that the
-GPU machine would reject at first use. Skipped when that library is not installed."""
+GPU machine would reject at first use. Every module (dtype x family) is compiled with the options
+the backend uses. Skipped when that library is not installed."""
 
 import ctypes
 import glob
@@ -32,15 +33,29 @@ def plugin():
     K.load()
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_module_compiles_for_hopper(dtype):
+def _families(dtype):
+    return rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype)).split(",")
+
+
+FAMILIES = ["elementwise", "reduce", "softmax", "norm"]
+MODULES = [(d, f) for d in DTYPES for f in FAMILIES if f == "elementwise" or "float" in d]
+
+
+def test_every_float_dtype_has_every_family():
+    for dtype in DTYPES:
+        want = FAMILIES if "float" in dtype else ["elementwise"]
+        assert _families(dtype) == want
+
+
+@pytest.mark.parametrize("dtype,family", MODULES)
+def test_module_compiles_for_hopper(dtype, family):
     nvrtc = _nvrtc()
-    src = rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype)).encode()
+    src = rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype), family).encode()
     prog = ctypes.c_void_p()
-    name = f"rffi_kernels_{dtype}.cu".encode()
+    name = f"rffi_kernels_{dtype}_{family}.cu".encode()
     assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src, name, 0, None, None) == 0
     # The options the backend uses at run time (driver.rs), for an H200 (sm_90).
-    opts = [b"--gpu-architecture=compute_90", b"--std=c++14"]
+    opts = [b"--gpu-architecture=compute_90", b"--std=c++17"]
     rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     size = ctypes.c_size_t()
     nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
@@ -50,6 +65,9 @@ def test_module_compiles_for_hopper(dtype):
     assert rc == 0, log.value.decode(errors="replace")
 
 
-def test_unknown_dtype_is_a_clear_error():
+def test_unknown_dtype_or_family_is_a_clear_error():
+    src = rffi.get_global_func("kernels.cuda_source")
     with pytest.raises(ValueError, match="no CUDA module for dtype uint8"):
-        rffi.get_global_func("kernels.cuda_source")(rffi.dtype("uint8"))
+        src(rffi.dtype("uint8"))
+    with pytest.raises(ValueError, match="no softmax module for dtype int32"):
+        src(rffi.dtype("int32"), "softmax")

@@ -63,7 +63,7 @@ def test_scope_and_introspection():
 
 def test_errors_cross_as_python_exceptions():
     a = np.ones((2, 3), dtype=np.float32)
-    with pytest.raises(ValueError, match="shapes differ"):
+    with pytest.raises(ValueError, match="shapes do not broadcast"):
         K.add(a, np.ones((3, 2), dtype=np.float32))
     with pytest.raises(TypeError, match="dtypes differ"):
         K.add(a, a.astype(np.float64))
@@ -71,3 +71,72 @@ def test_errors_cross_as_python_exceptions():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         K.exp(a, ro)
+
+
+def test_broadcasting_follows_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 1)).astype(np.float32)
+    c = rng.standard_normal(5).astype(np.float32)
+    np.testing.assert_allclose(np.from_dlpack(K.add(a, b)), a + b, rtol=1e-6)
+    np.testing.assert_allclose(np.from_dlpack(K.mul(b, c)), b * c, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.from_dlpack(K.sub(np.array(2.0, dtype=np.float32), c)), 2 - c, rtol=1e-6
+    )
+    t = rng.standard_normal((5, 3)).astype(np.float32).T
+    np.testing.assert_allclose(np.from_dlpack(K.div(t, c)), t / c, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+def test_reductions_match_numpy(name):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 7, 8)).astype(np.float64)
+    ref = getattr(np, name)
+    f = getattr(K, name)
+    for axis in [None, 0, -1, (0, 2), [1, 2]]:
+        for keepdims in [False, True]:
+            want = ref(x, axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=keepdims)
+            got = np.from_dlpack(f(x, axis=axis, keepdims=keepdims))
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    # torch's name for the axis, and a transposed input.
+    np.testing.assert_allclose(np.from_dlpack(f(x.T, dim=1)), ref(x.T, axis=1), rtol=1e-12)
+
+
+def test_argmax_and_its_output():
+    x = np.array([[1.0, np.nan, 3.0], [3.0, 2.0, 3.0]], dtype=np.float32)
+    got = np.from_dlpack(K.argmax(x, axis=1))
+    assert got.dtype == np.int64 and got.tolist() == [1, 0]
+    assert np.from_dlpack(K.argmax(x)).tolist() == 1
+    out = np.zeros((2, 1), dtype=np.int64)
+    assert K.argmax(x, 1, True, out) is None
+    assert out.tolist() == [[1], [0]]
+    with pytest.raises(TypeError, match="the result is int64 but out"):
+        K.argmax(x, 1, False, np.zeros(2, dtype=np.float32))
+
+
+def test_norms_and_gelu_forms():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 64)).astype(np.float64) * 3 + 1
+    w = rng.standard_normal(64)
+    b = rng.standard_normal(64)
+    mu = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    want = (x - mu) / np.sqrt(var + 1e-5) * w + b
+    np.testing.assert_allclose(np.from_dlpack(K.layer_norm(x, w, b)), want, rtol=1e-10)
+    ms = (x * x).mean(-1, keepdims=True)
+    want = x / np.sqrt(ms + 1e-6) * w
+    np.testing.assert_allclose(np.from_dlpack(K.rms_norm(x, w, eps=1e-6)), want, rtol=1e-10)
+    k = np.sqrt(2 / np.pi)
+    # This reference cancels for negative x (1 + tanh -> 0): an absolute slack there.
+    want = 0.5 * x * (1 + np.tanh(k * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(np.from_dlpack(K.gelu(x, "tanh")), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.from_dlpack(K.softmax(x, axis=0)).sum(0), np.ones(64))
+
+
+def test_explain_says_which_walk():
+    x = np.ones((300, 400), dtype=np.float32)
+    e = K.explain("sum", x, 0)
+    assert e["backend"] == "cpu" and e["variant"]["kernel"] == "reduce: columns"
+    assert e["out_shape"] == [400]
+    with pytest.raises(ValueError, match="unknown op `summ`"):
+        K.explain("summ", x)

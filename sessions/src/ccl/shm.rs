@@ -14,7 +14,6 @@
 
 use super::reduce::reduce_into;
 use super::{elem_size, timeout, Kind, Plan};
-use crate::shm_tensor::Segment;
 use rffi_core::{Error, Result};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -55,6 +54,20 @@ fn os_err(what: &str, name: &str) -> Error {
         "ccl (shm): {what} {name} failed: {}",
         std::io::Error::last_os_error()
     ))
+}
+
+/// The communicator's file; unlinked when dropped (once every rank has mapped it).
+pub struct Segment {
+    pub name: String,
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if let Ok(c) = CString::new(self.name.as_str()) {
+            // SAFETY: unlinking a path we created.
+            unsafe { libc::unlink(c.as_ptr()) };
+        }
+    }
 }
 
 /// Creates the file for `world` ranks (the controller does, then unlinks it once every worker

@@ -1,0 +1,132 @@
+"""Type stubs of rffi.dataclasses: `c_class` and `py_class` are dataclass transforms, so type
+checkers see the generated `__init__` from the class's annotated fields (as for `dataclasses`)."""
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from typing_extensions import dataclass_transform
+
+__all__ = [
+    "KW_ONLY",
+    "MISSING",
+    "Field",
+    "FrozenInstanceError",
+    "c_class",
+    "enum",
+    "field",
+    "fields",
+    "method",
+    "py_class",
+]
+
+_T = TypeVar("_T")
+_C = TypeVar("_C", bound=type)
+_F = TypeVar("_F", bound=Callable[..., Any] | staticmethod[..., Any])
+
+class _Missing: ...
+
+MISSING: _Missing
+
+if sys.version_info >= (3, 10):
+    from dataclasses import KW_ONLY as KW_ONLY
+else:
+    class KW_ONLY: ...
+
+class FrozenInstanceError(AttributeError): ...
+
+class Field:
+    name: str | None
+    default: Any
+    default_factory: Any
+    init: bool
+    repr: bool
+    compare: bool
+    hash: bool | None
+    kw_only: bool | _Missing
+    doc: str
+    annotation: Any
+    schema: Any
+    frozen: bool
+    def __init__(
+        self,
+        default: Any = ...,
+        default_factory: Any = ...,
+        init: bool = True,
+        repr: bool = True,
+        compare: bool = True,
+        hash: bool | None = None,
+        kw_only: bool | _Missing = ...,
+        doc: str = "",
+        frozen: bool = False,
+    ) -> None: ...
+    def has_default(self) -> bool: ...
+    def make_default(self) -> Any: ...
+
+# As `dataclasses.field`: the field's type is the default's, or the factory's result.
+@overload
+def field(
+    *,
+    default: _T,
+    default_factory: _Missing = ...,
+    init: bool = True,
+    repr: bool = True,
+    compare: bool = True,
+    hash: bool | None = None,
+    kw_only: bool | _Missing = ...,
+    doc: str = "",
+    frozen: bool = False,
+) -> _T: ...
+@overload
+def field(
+    *,
+    default: _Missing = ...,
+    default_factory: Callable[[], _T],
+    init: bool = True,
+    repr: bool = True,
+    compare: bool = True,
+    hash: bool | None = None,
+    kw_only: bool | _Missing = ...,
+    doc: str = "",
+    frozen: bool = False,
+) -> _T: ...
+@overload
+def field(
+    *,
+    default: _Missing = ...,
+    default_factory: _Missing = ...,
+    init: bool = True,
+    repr: bool = True,
+    compare: bool = True,
+    hash: bool | None = None,
+    kw_only: bool | _Missing = ...,
+    doc: str = "",
+    frozen: bool = False,
+) -> Any: ...
+def fields(cls_or_obj: Any) -> tuple[Field, ...]: ...
+@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+def c_class(
+    type_key: str,
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    frozen: bool = False,
+    unsafe_hash: bool = False,
+) -> Callable[[_C], _C]: ...
+@overload
+@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+def py_class(type_key: _C) -> _C: ...
+@overload
+@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+def py_class(
+    type_key: str | None = None,
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    frozen: bool = False,
+    unsafe_hash: bool = False,
+) -> Callable[[_C], _C]: ...
+def method(fn: _F) -> _F: ...
+def enum(type_key: str | None = None) -> Callable[[_C], _C]: ...

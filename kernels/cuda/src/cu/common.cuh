@@ -1,0 +1,90 @@
+// Shared by every module: integer types, 16-bit conversions, layouts, fast division, packs,
+// streaming stores, and warp / block reductions. Self-contained: NVRTC needs no CUDA headers.
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+#define MAXD 8
+
+// Element strides of up to three operands over one collapsed shape (64-bit indexing).
+struct Lay { int nd; int pad; i64 shape[MAXD]; i64 s0[MAXD]; i64 s1[MAXD]; i64 s2[MAXD]; };
+
+// The same for tensors of fewer than 2^31 elements whose offsets fit 32 bits: divisions by the
+// dims become a multiply-high and a shift (d = shape, q = (umulhi(i, mul) + i) >> shr, exact
+// for i < 2^31).
+struct Lay32 { int nd; u32 shape[MAXD]; u32 mul[MAXD]; u32 shr[MAXD]; int s0[MAXD]; int s1[MAXD]; int s2[MAXD]; };
+
+__device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float b2f(u16 b) { return __uint_as_float(((u32)b) << 16); }
+__device__ __forceinline__ u16 f2b(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;  // one instruction
+#else
+  u32 u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return (u16)(u >> 16);
+#endif
+}
+
+__device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i64& o2) {
+  o0 = 0; o1 = 0; o2 = 0;
+  for (int d = L.nd - 1; d >= 0; --d) {
+    i64 c = i % L.shape[d];
+    i = i / L.shape[d];
+    o0 += c * L.s0[d]; o1 += c * L.s1[d]; o2 += c * L.s2[d];
+  }
+}
+
+__device__ __forceinline__ void offsets32(const Lay32& L, u32 i, int& o0, int& o1, int& o2) {
+  o0 = 0; o1 = 0; o2 = 0;
+  for (int d = L.nd - 1; d >= 0; --d) {
+    u32 q = (__umulhi(i, L.mul[d]) + i) >> L.shr[d];
+    int c = (int)(i - q * L.shape[d]);
+    i = q;
+    o0 += c * L.s0[d]; o1 += c * L.s1[d]; o2 += c * L.s2[d];
+  }
+}
+
+#define GRID_LOOP(i, n) for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)
+
+struct __align__(16) U4 { u32 x, y, z, w; };
+
+// 16-byte stores that stream past the caches (outputs read by nobody here), so they do not
+// evict inputs that a second pass rereads from L2.
+__device__ __forceinline__ void st_stream(void* p, U4 v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+template <typename A> __device__ __forceinline__ A warp_sum(A v, int width = 32) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename A> __device__ __forceinline__ A warp_max(A v, int width = 32) {
+  for (int o = width >> 1; o > 0; o >>= 1) { A u = __shfl_xor_sync(0xffffffffu, v, o); v = u > v ? u : v; }
+  return v;
+}
+
+// A block-wide sum; every thread gets the result. `sh` holds 32 values.
+template <typename A> __device__ __forceinline__ A block_sum(A v, A* sh) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : (A)0;
+  return warp_sum(v);
+}
+
+// A block-wide maximum; every thread gets the result. `lo` is the identity (-inf).
+template <typename A> __device__ __forceinline__ A block_max(A v, A* sh, A lo) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : lo;
+  return warp_max(v);
+}

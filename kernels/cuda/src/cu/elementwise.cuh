@@ -1,0 +1,138 @@
+// Elementwise ops. Contiguous, 16-byte aligned operands: 16-byte packs, four in flight per
+// thread, over a grid sized from the SM count (the host's launch), then a scalar tail. Other
+// layouts (strided, transposed, broadcast with stride 0): one element per step, offsets from
+// the collapsed shape by 32-bit multiply-high division where the tensor allows it.
+struct __align__(16) Pack { T v[VEC]; };
+
+template <class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64 n, F f) {
+  const Pack* a = (const Pack*)pa; Pack* o = (Pack*)po;
+  const u64 nv = n / VEC, step = (u64)gridDim.x * blockDim.x;
+  u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; k + 3 * step < nv; k += 4 * step) {
+    Pack x[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) x[u] = a[k + u * step];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      Pack z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j])));
+      o[k + u * step] = z;
+    }
+  }
+  for (; k < nv; k += step) {
+    Pack x = a[k], z;
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j])));
+    o[k] = z;
+  }
+  const T* as = (const T*)pa; T* os = (T*)po;
+  GRID_LOOP(t, n - nv * VEC) { u64 i = nv * VEC + t; os[i] = st(f(ld(as[i]))); }
+}
+
+template <class F> __device__ __forceinline__ void binary_vec(u64 pa, u64 pb, u64 po, u64 n, F f) {
+  const Pack* a = (const Pack*)pa; const Pack* b = (const Pack*)pb; Pack* o = (Pack*)po;
+  const u64 nv = n / VEC, step = (u64)gridDim.x * blockDim.x;
+  u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; k + 3 * step < nv; k += 4 * step) {
+    Pack x[4], y[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) { x[u] = a[k + u * step]; y[u] = b[k + u * step]; }
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      Pack z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j]), ld(y[u].v[j])));
+      o[k + u * step] = z;
+    }
+  }
+  for (; k < nv; k += step) {
+    Pack x = a[k], y = b[k], z;
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j]), ld(y.v[j])));
+    o[k] = z;
+  }
+  const T* as = (const T*)pa; const T* bs = (const T*)pb; T* os = (T*)po;
+  GRID_LOOP(t, n - nv * VEC) { u64 i = nv * VEC + t; os[i] = st(f(ld(as[i]), ld(bs[i]))); }
+}
+
+// Operand k's offset is in s<k>; the output's is the last used lane.
+template <class F> __device__ __forceinline__ void unary_strided(u64 pa, u64 po, u64 n, const Lay& L, F f) {
+  const T* a = (const T*)pa; T* o = (T*)po;
+  GRID_LOOP(i, n) { i64 x, y, z; offsets(L, (i64)i, x, y, z); o[y] = st(f(ld(a[x]))); }
+}
+
+template <class F> __device__ __forceinline__ void unary_strided32(u64 pa, u64 po, u32 n, const Lay32& L, F f) {
+  const T* a = (const T*)pa; T* o = (T*)po;
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    int x, y, z; offsets32(L, i, x, y, z); o[y] = st(f(ld(a[x])));
+  }
+}
+
+template <class F> __device__ __forceinline__ void binary_strided(u64 pa, u64 pb, u64 po, u64 n, const Lay& L, F f) {
+  const T* a = (const T*)pa; const T* b = (const T*)pb; T* o = (T*)po;
+  GRID_LOOP(i, n) { i64 x, y, z; offsets(L, (i64)i, x, y, z); o[z] = st(f(ld(a[x]), ld(b[y]))); }
+}
+
+template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 pb, u64 po, u32 n, const Lay32& L, F f) {
+  const T* a = (const T*)pa; const T* b = (const T*)pb; T* o = (T*)po;
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    int x, y, z; offsets32(L, i, x, y, z); o[z] = st(f(ld(a[x]), ld(b[y])));
+  }
+}
+
+// add, sub, ...: `NAME_vec`, `NAME_strided`, `NAME_strided32`, and with a number operand
+// `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`.
+#define BINARY(NAME, OP) \
+struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
+extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_vec(pa, pb, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
+extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
+extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec(pa, po, n, [s](C x) { return OP(x, s); }); } \
+extern "C" __global__ void NAME##_scalar_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
+extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); }
+
+#define UNARY(NAME, OP) \
+struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
+extern "C" __global__ void NAME##_vec(u64 pa, u64 po, u64 n) { unary_vec(pa, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
+extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); }
+
+#define OP_ADD(x, y) ADD(x, y)
+#define OP_SUB(x, y) SUB(x, y)
+#define OP_MUL(x, y) MUL(x, y)
+#define OP_COPY(x) (x)
+BINARY(add, OP_ADD)
+BINARY(sub, OP_SUB)
+BINARY(mul, OP_MUL)
+UNARY(copy, OP_COPY)
+
+#if IS_FLOAT
+// GELU, erf form: x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2. erfc(z) for z >= 0 is
+// t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), with the degree-9 polynomial of Numerical Recipes'
+// erfcc (fractional error under 1.2e-7 for every z): one exponential and no cancellation, where
+// 1 + erf(x) loses every digit for x < -4. Negative x use erfc directly, positive x 1 - erfc / 2.
+__device__ __forceinline__ C gelu_erf(C x) {
+#if IS_F64
+  return 0.5 * x * erfc(-x * 0.70710678118654752440);
+#else
+  float z = fabsf(x) * 0.70710678118654752f;
+  float t = FDIV(1.0f, 1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f; p = p * t + 1.48851587f; p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f; p = p * t - 0.18628806f; p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f; p = p * t + 1.00002368f; p = p * t - 1.26551223f;
+  float half_erfc = 0.5f * t * FEXP(p - z * z);
+  return x * (x < 0.0f ? half_erfc : 1.0f - half_erfc);
+#endif
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+// one exponential, no cancellation for negative x.
+__device__ __forceinline__ C gelu_tanh(C x) {
+  C u = (C)0.79788456080286535588 * (x + (C)0.044715 * x * x * x);
+  return FDIV(x, (C)1 + FEXP((C)-2 * u));
+}
+
+#define OP_DIV(x, y) ((x) / (y))
+// NaN stays NaN (x < 0 is false for NaN), as in PyTorch.
+#define OP_RELU(x) ((x) < (C)0 ? (C)0 : (x))
+#define OP_EXP(x) FEXP(x)
+BINARY(div, OP_DIV)
+UNARY(relu, OP_RELU)
+UNARY(exp, OP_EXP)
+UNARY(gelu, gelu_erf)
+UNARY(gelu_tanh, gelu_tanh)
+#endif

@@ -1,0 +1,135 @@
+// layer_norm (OPK 0) and rms_norm (OPK 1) over the last axis, rows laid out by Lay (x in s0,
+// out in s1), with optional weight and bias (pw, pb: 0 when absent; strides sw, sb). Statistics
+// in C (float for 16-bit types): in registers, the mean and then the centred variance (two
+// passes over the registers); the generic kernel sums values shifted by the row's first element.
+// - norm_warp_N: a warp per row, N 16-byte packs a lane (contiguous aligned rows);
+// - norm_block_PK: a block per row (up to 512 threads), PK packs a thread;
+// - norm_rows: a block per row, any length and strides (the row read twice).
+struct __align__(16) Pack { T v[VEC]; };
+
+__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) {
+  i64 z; offsets(L, r, ox, oo, z);
+}
+
+// Element k of the output from x's value v.
+__device__ __forceinline__ C norm_one(C v, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb) {
+  C z = (v - mean) * rstd;
+  if (w) z *= ld(w[k * sw]);
+  if (b) z += ld(b[k * sb]);
+  return z;
+}
+
+// Pack k (elements k VEC ...) of the output; weight and bias as packs when `wvec`.
+__device__ __forceinline__ Pack norm_pack(const C* v, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb, int wvec) {
+  Pack q;
+  if (wvec) {
+    Pack wq, bq;
+    if (w) wq = ((const Pack*)w)[k];
+    if (b) bq = ((const Pack*)b)[k];
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+      C z = (v[j] - mean) * rstd;
+      if (w) z *= ld(wq.v[j]);
+      if (b) z += ld(bq.v[j]);
+      q.v[j] = st(z);
+    }
+  } else {
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(norm_one(v[j], mean, rstd, w, b, k * VEC + j, sw, sb));
+  }
+  return q;
+}
+
+template <int N, int OPK> __device__ __forceinline__ void norm_warp(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, i64 sw, i64 sb, int wvec) {
+  const int lane = threadIdx.x & 31;
+  const i64 per = blockDim.x >> 5, first = threadIdx.x >> 5, nv = len / VEC;
+  const T* w = (const T*)pw; const T* b = (const T*)pb;
+  for (i64 r = (i64)blockIdx.x * per + first; r - first < rows; r += (i64)gridDim.x * per) {
+    const bool live = r < rows;
+    i64 ox = 0, oo = 0;
+    if (live) row_start(L, r, ox, oo);
+    const Pack* x = (const Pack*)((const T*)px + ox);
+    Pack* o = (Pack*)((T*)po + oo);
+    C v[N][VEC], s = 0;
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      i64 k = lane + p * 32;
+      Pack q;
+      if (live && k < nv) q = x[k];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = (live && k < nv) ? ld(q.v[j]) : (C)0; s += v[p][j]; }
+    }
+    C mean = 0;
+    if (OPK == 0) mean = warp_sum(s) / (C)len;
+    C q2 = 0;
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      bool ok = live && lane + p * 32 < nv;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ok ? v[p][j] - mean : (C)0; q2 += d * d; }
+    }
+    C rstd = RSQRT(warp_sum(q2) / (C)len + (C)eps);
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      i64 k = lane + p * 32;
+      if (live && k < nv) o[k] = norm_pack(v[p], mean, rstd, w, b, k, sw, sb, wvec);
+    }
+  }
+}
+
+template <int PK, int OPK> __device__ __forceinline__ void norm_block(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, i64 sw, i64 sb, int wvec) {
+  __shared__ C sh[32];
+  const i64 nv = len / VEC;
+  const T* w = (const T*)pw; const T* b = (const T*)pb;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const Pack* x = (const Pack*)((const T*)px + ox);
+    Pack* o = (Pack*)((T*)po + oo);
+    C v[PK][VEC], s = 0;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      Pack q;
+      if (k < nv) q = x[k];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = k < nv ? ld(q.v[j]) : (C)0; s += v[p][j]; }
+    }
+    C mean = 0;
+    if (OPK == 0) mean = block_sum(s, sh) / (C)len;
+    C q2 = 0;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ok ? v[p][j] - mean : (C)0; q2 += d * d; }
+    }
+    C rstd = RSQRT(block_sum(q2, sh) / (C)len + (C)eps);
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      if (k < nv) o[k] = norm_pack(v[p], mean, rstd, w, b, k, sw, sb, wvec);
+    }
+  }
+}
+
+template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, const Lay& L, double eps, i64 sw, i64 sb) {
+  __shared__ C sh[32];
+  const T* w = (const T*)pw; const T* b = (const T*)pb;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const T* x = (const T*)px + ox; T* o = (T*)po + oo;
+    // Shifting by the first element keeps sum(d^2) - sum(d)^2 / n from cancelling.
+    const C shift = OPK == 0 ? ld(x[0]) : (C)0;
+    C s = 0, q2 = 0;
+    for (i64 k = threadIdx.x; k < len; k += blockDim.x) { C d = ld(x[k * sx]) - shift; s += d; q2 += d * d; }
+    s = block_sum(s, sh);
+    q2 = block_sum(q2, sh);
+    C dm = OPK == 0 ? s / (C)len : (C)0;
+    C var = q2 / (C)len - dm * dm;
+    var = var > (C)0 ? var : (C)0;
+    C rstd = RSQRT(var + (C)eps), mean = shift + dm;
+    for (i64 k = threadIdx.x; k < len; k += blockDim.x) o[k * so] = st(norm_one(ld(x[k * sx]), mean, rstd, w, b, k, sw, sb));
+  }
+}
+
+#define NORM_ARGS u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, i64 sw, i64 sb, int wvec
+#define NORM_PASS px, po, pw, pb, rows, len, L, eps, sw, sb, wvec
+#define NORM_VARIANTS(NAME, OPK) \
+extern "C" __global__ void NAME##_warp_1(NORM_ARGS) { norm_warp<1, OPK>(NORM_PASS); } \
+extern "C" __global__ void NAME##_warp_2(NORM_ARGS) { norm_warp<2, OPK>(NORM_PASS); } \
+extern "C" __global__ void NAME##_warp_4(NORM_ARGS) { norm_warp<4, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512) NAME##_block_1(NORM_ARGS) { norm_block<1, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512) NAME##_block_2(NORM_ARGS) { norm_block<2, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512) NAME##_block_4(NORM_ARGS) { norm_block<4, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512) NAME##_block_8(NORM_ARGS) { norm_block<8, OPK>(NORM_PASS); } \
+extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb); }
+NORM_VARIANTS(layer_norm, 0)
+NORM_VARIANTS(rms_norm, 1)

@@ -1,0 +1,275 @@
+// Reductions on any axes: sum (0), mean (1), max (2), min (3), argmax (4), as template R.
+// The host collapses the kept dims (x and out strides) and the reduced dims (x strides; the
+// last is the inner run) into RLay. Rows: a group of G lanes, or a block, per (output, chunk);
+// the run is read in 16-byte packs when contiguous. Columns: a thread per output, the reduced
+// elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
+// 16-byte loads where the layout allows. Long reductions split into
+// chunks whose partial results (Acc) a second kernel combines.
+struct __align__(16) Pack { T v[VEC]; };
+
+struct RLay { int nk; int nr; i64 kshape[MAXD]; i64 kx[MAXD]; i64 ko[MAXD]; i64 rshape[MAXD]; i64 rx[MAXD]; };
+
+// A partial result: the value (in ACC; double between kernels) and argmax's index.
+struct Acc { ACC v; i64 i; };
+struct PAcc { double v; i64 i; };
+
+__device__ __forceinline__ bool is_nan(ACC v) { return v != v; }
+
+template <int R> __device__ __forceinline__ Acc acc_init() {
+  Acc a; a.i = 0x7fffffffffffffffLL;
+  a.v = (R == 2 || R == 4) ? (ACC)NEG_INF : (R == 3 ? -(ACC)NEG_INF : (ACC)0);
+  return a;
+}
+
+// Merges b into a. Maximum and minimum propagate NaN; argmax takes NaN as the largest value and
+// the smaller index among equals, so the merge order does not matter.
+template <int R> __device__ __forceinline__ void acc_merge(Acc& a, ACC v, i64 i) {
+  if (R <= 1) { a.v += v; return; }
+  if (R == 2) { if (is_nan(v) || v > a.v) a.v = v; return; }
+  if (R == 3) { if (is_nan(v) || v < a.v) a.v = v; return; }
+  bool an = is_nan(a.v), bn = is_nan(v);
+  bool better = (bn && !an) || (!an && !bn && v > a.v) || ((bn == an) && (v == a.v || bn) && i < a.i);
+  if (better) { a.v = v; a.i = i; }
+}
+
+template <int R> __device__ __forceinline__ void acc_shfl(Acc& a, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) {
+    ACC v = __shfl_xor_sync(0xffffffffu, a.v, o);
+    i64 i = __shfl_xor_sync(0xffffffffu, a.i, o);
+    acc_merge<R>(a, v, i);
+  }
+}
+
+// A block-wide merge; thread 0 gets the result.
+template <int R> __device__ __forceinline__ Acc acc_block(Acc a) {
+  __shared__ ACC shv[32];
+  __shared__ i64 shi[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  acc_shfl<R>(a, 32);
+  __syncthreads();
+  if (lane == 0) { shv[w] = a.v; shi[w] = a.i; }
+  __syncthreads();
+  if (w == 0) {
+    a = acc_init<R>();
+    if (lane < nw) { a.v = shv[lane]; a.i = shi[lane]; }
+    acc_shfl<R>(a, 32);
+  }
+  return a;
+}
+
+// The kept output `o`'s offsets in x and out.
+__device__ __forceinline__ void kept_offsets(const RLay& L, i64 o, i64& ox, i64& oo) {
+  ox = 0; oo = 0;
+  for (int d = L.nk - 1; d >= 0; --d) {
+    i64 c = o % L.kshape[d]; o /= L.kshape[d];
+    ox += c * L.kx[d]; oo += c * L.ko[d];
+  }
+}
+
+// The offset in x of the q-th run (the reduced dims but the last).
+__device__ __forceinline__ i64 run_offset(const RLay& L, i64 q) {
+  i64 off = 0;
+  for (int d = L.nr - 2; d >= 0; --d) { i64 c = q % L.rshape[d]; q /= L.rshape[d]; off += c * L.rx[d]; }
+  return off;
+}
+
+template <int R> __device__ __forceinline__ void store_result(u64 po, i64 oo, Acc a, i64 count) {
+  if (R == 4) { ((i64*)po)[oo] = a.i; return; }
+  ACC v = a.v;
+  if (R == 1) v = v / (ACC)count;
+  ((T*)po)[oo] = st((C)v);
+}
+
+// Folds elements [lo, hi) of a run of stride rs at x (index base + k) with `lanes` threads
+// numbered `lane`; 16-byte packs where the run is contiguous.
+template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
+  if (vec && rs == 1) {
+    // Peel to a 16-byte boundary, then packs, then the tail.
+    i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
+    i64 head = mis ? VEC - mis : 0;
+    if (head > hi - lo) head = hi - lo;
+    for (i64 k = lo + lane; k < lo + head; k += lanes) acc_merge<R>(a, (ACC)ld(x[k]), base + k);
+    i64 p0 = lo + head, np = (hi - p0) / VEC;
+    const Pack* pp = (const Pack*)(x + p0);
+    i64 k = lane;
+    for (; k + 3 * lanes < np; k += 4 * lanes) {
+      Pack q[4];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = pp[k + u * lanes];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u)
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a, (ACC)ld(q[u].v[j]), base + p0 + (k + u * lanes) * VEC + j);
+    }
+    for (; k < np; k += lanes) {
+      Pack q = pp[k];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a, (ACC)ld(q.v[j]), base + p0 + k * VEC + j);
+    }
+    for (i64 t = p0 + np * VEC + lane; t < hi; t += lanes) acc_merge<R>(a, (ACC)ld(x[t]), base + t);
+    return;
+  }
+  i64 k = lo + lane;
+  for (; k + 3 * lanes < hi; k += 4 * lanes) {
+    T q[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = x[(k + u * lanes) * rs];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) acc_merge<R>(a, (ACC)ld(q[u]), base + k + u * lanes);
+  }
+  for (; k < hi; k += lanes) acc_merge<R>(a, (ACC)ld(x[k * rs]), base + k);
+}
+
+// Work item w = (output, chunk) of the rows walk: its elements, folded by `lanes` threads.
+template <int R> __device__ __forceinline__ Acc fold_item(const RLay& L, u64 px, i64 w, i64 chunks, i64 chunk, int lane, int lanes, int vec, i64& oo) {
+  i64 o = w / chunks, c = w % chunks, ox;
+  kept_offsets(L, o, ox, oo);
+  const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1];
+  i64 nq = 1;
+  for (int d = 0; d < L.nr - 1; ++d) nq *= L.rshape[d];
+  Acc a = acc_init<R>();
+  const T* x = (const T*)px + ox;
+  if (chunks > 1) {  // one run (nr == 1), split
+    i64 lo = c * chunk, hi = lo + chunk < ni ? lo + chunk : ni;
+    fold_run<R>(a, x, rs, lo, hi, 0, lane, lanes, vec);
+  } else {
+    for (i64 q = 0; q < nq; ++q) fold_run<R>(a, x + run_offset(L, q), rs, 0, ni, q * ni, lane, lanes, vec);
+  }
+  return a;
+}
+
+template <int R> __device__ __forceinline__ void finish(u64 po, u64 ppart, i64 w, i64 chunks, i64 oo, Acc a, i64 count) {
+  if (chunks == 1) { store_result<R>(po, oo, a, count); return; }
+  PAcc p; p.v = (double)a.v; p.i = a.i;
+  ((PAcc*)ppart)[w] = p;
+}
+
+// Rows walk, G lanes (a power of two up to 32) per work item.
+template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) {
+  const int lane = threadIdx.x & (G - 1);
+  const i64 groups = (i64)gridDim.x * (blockDim.x / G);
+  for (i64 w = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; w - (threadIdx.x / G) < items; w += groups) {
+    i64 oo = 0;
+    Acc a = acc_init<R>();
+    if (w < items) a = fold_item<R>(L, px, w, chunks, chunk, lane, G, vec, oo);
+    acc_shfl<R>(a, G);
+    if (w < items && lane == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
+  }
+}
+
+// Rows walk, a block per work item.
+template <int R> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) {
+  for (i64 w = blockIdx.x; w < items; w += gridDim.x) {
+    i64 oo = 0;
+    Acc a = fold_item<R>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, vec, oo);
+    a = acc_block<R>(a);
+    if (threadIdx.x == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
+    __syncthreads();
+  }
+}
+
+// Columns walk: a thread per output; blockIdx.y is the chunk of the reduced elements (one run
+// when chunked). Partials are laid out [chunk][output].
+template <int R> __device__ __forceinline__ void reduce_cols(u64 px, u64 po, u64 ppart, const RLay& L, i64 nout, i64 chunks, i64 chunk, i64 count) {
+  const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1];
+  i64 nq = 1;
+  for (int d = 0; d < L.nr - 1; ++d) nq *= L.rshape[d];
+  const i64 c = blockIdx.y;
+  for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < nout; o += (i64)gridDim.x * blockDim.x) {
+    i64 ox, oo; kept_offsets(L, o, ox, oo);
+    const T* x = (const T*)px + ox;
+    Acc a = acc_init<R>();
+    if (chunks > 1) {
+      i64 lo = c * chunk, hi = lo + chunk < ni ? lo + chunk : ni;
+      fold_run<R>(a, x, rs, lo, hi, 0, 0, 1, 0);
+    } else {
+      for (i64 q = 0; q < nq; ++q) fold_run<R>(a, x + run_offset(L, q), rs, 0, ni, q * ni, 0, 1, 0);
+    }
+    if (chunks == 1) store_result<R>(po, oo, a, count);
+    else { PAcc p; p.v = (double)a.v; p.i = a.i; ((PAcc*)ppart)[c * nout + o] = p; }
+  }
+}
+
+// Columns walk over packs: a thread per VEC neighbouring outputs (the innermost kept dim is
+// contiguous in x, a multiple of VEC long, and every other stride a multiple of VEC, so each
+// 16-byte load is aligned), four rows of packs in flight.
+template <int R> __device__ __forceinline__ void reduce_cols_vec(u64 px, u64 po, u64 ppart, const RLay& L, i64 nout, i64 chunks, i64 chunk, i64 count) {
+  const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1], ko = L.ko[L.nk - 1];
+  i64 nq = 1;
+  for (int d = 0; d < L.nr - 1; ++d) nq *= L.rshape[d];
+  const i64 c = blockIdx.y, npk = nout / VEC;
+  for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < npk; p += (i64)gridDim.x * blockDim.x) {
+    i64 ox, oo; kept_offsets(L, p * VEC, ox, oo);
+    Acc a[VEC];
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) a[j] = acc_init<R>();
+    i64 q0 = 0, q1 = nq, lo = 0, hi = ni;
+    if (chunks > 1) { q1 = 1; lo = c * chunk; hi = lo + chunk < ni ? lo + chunk : ni; }
+    for (i64 q = q0; q < q1; ++q) {
+      const T* x = (const T*)px + ox + run_offset(L, q);
+      i64 k = lo;
+      for (; k + 3 < hi; k += 4) {
+        Pack v[4];
+        _Pragma("unroll") for (int u = 0; u < 4; ++u) v[u] = *(const Pack*)(x + (k + u) * rs);
+        _Pragma("unroll") for (int u = 0; u < 4; ++u)
+          _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v[u].v[j]), q * ni + k + u);
+      }
+      for (; k < hi; ++k) {
+        Pack v = *(const Pack*)(x + k * rs);
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v.v[j]), q * ni + k);
+      }
+    }
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+      if (chunks == 1) store_result<R>(po, oo + j * ko, a[j], count);
+      else { PAcc pa; pa.v = (double)a[j].v; pa.i = a[j].i; ((PAcc*)ppart)[c * nout + p * VEC + j] = pa; }
+    }
+  }
+}
+
+// Combines the chunks of each output: a warp per output; partial (o, c) at o * so + c * sc.
+template <int R> __device__ __forceinline__ void reduce_combine(u64 ppart, u64 po, const RLay& L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) {
+  const int lane = threadIdx.x & 31;
+  const i64 warps = (i64)gridDim.x * (blockDim.x >> 5);
+  for (i64 o = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); o - (threadIdx.x >> 5) < nout; o += warps) {
+    // Sums merge in double here: the partials are few, and long reductions keep their digits.
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    double v = (R == 2 || R == 4) ? -inf : (R == 3 ? inf : 0.0);
+    i64 i = 0x7fffffffffffffffLL;
+    if (o < nout) {
+      for (i64 c = lane; c < chunks; c += 32) {
+        PAcc p = ((const PAcc*)ppart)[o * so + c * sc];
+        if (R <= 1) v += p.v;
+        else {
+          bool an = v != v, bn = p.v != p.v;
+          bool better = R == 2 ? (bn || p.v > v) : R == 3 ? (bn || p.v < v)
+              : (bn && !an) || (!an && !bn && p.v > v) || ((bn == an) && (p.v == v || bn) && p.i < i);
+          if (better && !(R <= 3 && an)) { v = p.v; i = p.i; }
+        }
+      }
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+      double v2 = __shfl_xor_sync(0xffffffffu, v, s);
+      i64 i2 = __shfl_xor_sync(0xffffffffu, i, s);
+      if (R <= 1) v += v2;
+      else {
+        bool an = v != v, bn = v2 != v2;
+        bool better = R == 2 ? (bn || v2 > v) : R == 3 ? (bn || v2 < v)
+            : (bn && !an) || (!an && !bn && v2 > v) || ((bn == an) && (v2 == v || bn) && i2 < i);
+        if (better && !(R <= 3 && an)) { v = v2; i = i2; }
+      }
+    }
+    if (o < nout && lane == 0) {
+      i64 ox, oo; kept_offsets(L, o, ox, oo);
+      if (R == 4) ((i64*)po)[oo] = i;
+      else ((T*)po)[oo] = st((C)(R == 1 ? v / (double)count : v));
+    }
+  }
+}
+
+#define REDUCE_OP(NAME, R) \
+extern "C" __global__ void NAME##_rows_1(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 1>(px, po, pp, L, items, chunks, chunk, count, vec); } \
+extern "C" __global__ void NAME##_rows_4(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 4>(px, po, pp, L, items, chunks, chunk, count, vec); } \
+extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 32>(px, po, pp, L, items, chunks, chunk, count, vec); } \
+extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, vec); } \
+extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
+extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
+extern "C" __global__ void NAME##_combine(u64 pp, u64 po, RLay L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) { reduce_combine<R>(pp, po, L, nout, chunks, so, sc, count); }
+
+REDUCE_OP(sum, 0)
+REDUCE_OP(mean, 1)
+REDUCE_OP(max, 2)
+REDUCE_OP(min, 3)
+REDUCE_OP(argmax, 4)

@@ -1,0 +1,285 @@
+// Softmax along one axis of rows laid out by Lay (leading dims: x in s0, out in s1), `len`
+// elements a row at strides sx / so. Variants by row length:
+// - softmax_group_G_N: G lanes of a warp per row (G = 1 ... 32), N elements a lane, in registers:
+//   short rows of any layout (len <= G * N <= 1024);
+// - softmax_warp_N: a warp per row, N 16-byte packs a lane: contiguous aligned rows of whole packs;
+// - softmax_block_PK: a block per row, PK packs a thread (up to 1024 threads): medium rows;
+// - softmax_online: a block per row, two passes over memory (the second from L2): a running
+//   (max, sum) per thread, 16-byte packs after peeling to alignment where the row is contiguous;
+//   any length, any layout;
+// - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
+//   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
+// A NaN anywhere makes the row NaN, and a row of -inf is NaN, as in PyTorch.
+struct __align__(16) Pack { T v[VEC]; };
+
+__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) {
+  i64 z; offsets(L, r, ox, oo, z);
+}
+
+// (max, sum of exp(x - max)) pairs, merged.
+__device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
+  C mm = m > m2 ? m : m2;
+  if (mm == NEG_INF) { m = mm; s = (C)0; return; }
+  s = (m == NEG_INF ? (C)0 : s * FEXP(m - mm)) + (m2 == NEG_INF ? (C)0 : s2 * FEXP(m2 - mm));
+  m = mm;
+}
+
+// Folds VEC values into a running pair: one rescale when the maximum grows, one exponential a value.
+__device__ __forceinline__ void ms_add_pack(C& m, C& s, const C* v, int n) {
+  C pm = v[0];
+  for (int j = 1; j < n; ++j) pm = v[j] > pm ? v[j] : pm;
+  if (pm != pm) { m = pm; s = pm; return; }  // NaN: the row is NaN
+  if (pm > m) { s = m == NEG_INF ? (C)0 : s * FEXP(m - pm); m = pm; }
+  if (m == NEG_INF) return;
+  for (int j = 0; j < n; ++j) s += FEXP(v[j] - m);
+}
+
+// Block-wide merge of every thread's pair; every thread gets the result.
+__device__ __forceinline__ void block_ms(C& m, C& s) {
+  __shared__ C shm[32], shs[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    C m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    ms_merge(m, s, m2, s2);
+  }
+  __syncthreads();
+  if (lane == 0) { shm[w] = m; shs[w] = s; }
+  __syncthreads();
+  m = lane < nw ? shm[lane] : NEG_INF;
+  s = lane < nw ? shs[lane] : (C)0;
+  for (int o = 16; o > 0; o >>= 1) {
+    C m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    ms_merge(m, s, m2, s2);
+  }
+}
+
+// The elements before x + lo reaches a 16-byte boundary, at most hi - lo.
+__device__ __forceinline__ i64 peel(const T* x, i64 lo, i64 hi) {
+  i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
+  i64 head = mis ? VEC - mis : 0;
+  return head < hi - lo ? head : hi - lo;
+}
+
+// This thread's running pair over elements [lo, hi) of a row (block-strided).
+__device__ __forceinline__ void ms_fold(const T* x, i64 sx, i64 lo, i64 hi, int vec, C& m, C& s) {
+  if (vec) {
+    i64 head = peel(x, lo, hi);
+    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) { C v = ld(x[k]); ms_add_pack(m, s, &v, 1); }
+    i64 p0 = lo + head, np = (hi - p0) / VEC;
+    const Pack* pp = (const Pack*)(x + p0);
+    i64 k = threadIdx.x;
+    for (; k + blockDim.x < np; k += 2 * blockDim.x) {
+      Pack q0 = pp[k], q1 = pp[k + blockDim.x];
+      C v[VEC];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q0.v[j]);
+      ms_add_pack(m, s, v, VEC);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q1.v[j]);
+      ms_add_pack(m, s, v, VEC);
+    }
+    for (; k < np; k += blockDim.x) {
+      Pack q = pp[k];
+      C v[VEC];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q.v[j]);
+      ms_add_pack(m, s, v, VEC);
+    }
+    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) { C v = ld(x[t]); ms_add_pack(m, s, &v, 1); }
+    return;
+  }
+  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) { C v = ld(x[k * sx]); ms_add_pack(m, s, &v, 1); }
+}
+
+// Writes exp(x - m) * inv over elements [lo, hi) of a row (block-strided).
+__device__ __forceinline__ void sm_write(const T* x, T* o, i64 sx, i64 so, i64 lo, i64 hi, int vec, C m, C inv) {
+  if (vec) {
+    i64 head = peel(x, lo, hi);
+    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) o[k] = st(FEXP(ld(x[k]) - m) * inv);
+    i64 p0 = lo + head, np = (hi - p0) / VEC;
+    const Pack* pp = (const Pack*)(x + p0);
+    Pack* po = (Pack*)(o + p0);
+    for (i64 k = threadIdx.x; k < np; k += blockDim.x) {
+      Pack q = pp[k], r;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) r.v[j] = st(FEXP(ld(q.v[j]) - m) * inv);
+      st_stream(po + k, *(const U4*)&r);
+    }
+    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) o[t] = st(FEXP(ld(x[t]) - m) * inv);
+    return;
+  }
+  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) o[k * so] = st(FEXP(ld(x[k * sx]) - m) * inv);
+}
+
+extern "C" __global__ void softmax_online(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, Lay L, int vec) {
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const T* x = (const T*)px + ox; T* o = (T*)po + oo;
+    C m = NEG_INF, s = 0;
+    ms_fold(x, sx, 0, len, vec, m, s);
+    block_ms(m, s);
+    sm_write(x, o, sx, so, 0, len, vec, m, (C)1 / s);
+  }
+}
+
+// Split rows: work item w = (row, chunk); pairs go to part[w] (two C values).
+extern "C" __global__ void softmax_split_stats(u64 px, u64 ppart, i64 rows, i64 len, i64 sx, Lay L, i64 chunks, i64 chunk, int vec) {
+  for (i64 w = blockIdx.x; w < rows * chunks; w += gridDim.x) {
+    i64 r = w / chunks, c = w % chunks, ox, oo;
+    row_start(L, r, ox, oo);
+    i64 lo = c * chunk, hi = lo + chunk < len ? lo + chunk : len;
+    C m = NEG_INF, s = 0;
+    ms_fold((const T*)px + ox, sx, lo, hi, vec, m, s);
+    block_ms(m, s);
+    if (threadIdx.x == 0) { ((C*)ppart)[2 * w] = m; ((C*)ppart)[2 * w + 1] = s; }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void softmax_split_write(u64 px, u64 po, u64 ppart, i64 rows, i64 len, i64 sx, i64 so, Lay L, i64 chunks, i64 chunk, int vec) {
+  for (i64 w = blockIdx.x; w < rows * chunks; w += gridDim.x) {
+    i64 r = w / chunks, c = w % chunks, ox, oo;
+    row_start(L, r, ox, oo);
+    C m = NEG_INF, s = 0;
+    for (i64 k = threadIdx.x; k < chunks; k += blockDim.x) {
+      const C* p = (const C*)ppart + 2 * (r * chunks + k);
+      ms_merge(m, s, p[0], p[1]);
+    }
+    block_ms(m, s);
+    i64 lo = c * chunk, hi = lo + chunk < len ? lo + chunk : len;
+    sm_write((const T*)px + ox, (T*)po + oo, sx, so, lo, hi, vec, m, (C)1 / s);
+  }
+}
+
+// G lanes per row, N elements a lane (k = lane + j G), any strides.
+template <int G, int N> __device__ __forceinline__ void softmax_group(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, const Lay& L) {
+  const int lane = threadIdx.x & (G - 1);
+  const i64 per = blockDim.x / G, first = threadIdx.x / G;
+  for (i64 r = (i64)blockIdx.x * per + first; r - first < rows; r += (i64)gridDim.x * per) {
+    const bool live = r < rows;
+    i64 ox = 0, oo = 0;
+    if (live) row_start(L, r, ox, oo);
+    const T* x = (const T*)px + ox; T* o = (T*)po + oo;
+    C v[N], m = NEG_INF;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      i64 k = lane + j * G;
+      v[j] = (live && k < len) ? ld(x[k * sx]) : NEG_INF;
+      m = v[j] > m || v[j] != v[j] ? v[j] : m;
+    }
+    m = warp_max(m, G);
+    C s = 0;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      i64 k = lane + j * G;
+      v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
+      s += v[j];
+    }
+    s = warp_sum(s, G);
+    C inv = (C)1 / s;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      i64 k = lane + j * G;
+      if (live && k < len) o[k * so] = st(v[j] * inv);
+    }
+  }
+}
+
+// A warp per row, N packs a lane: contiguous aligned rows of len / VEC <= 32 N packs.
+template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+  const int lane = threadIdx.x & 31;
+  const i64 per = blockDim.x >> 5, first = threadIdx.x >> 5, nv = len / VEC;
+  for (i64 r = (i64)blockIdx.x * per + first; r - first < rows; r += (i64)gridDim.x * per) {
+    const bool live = r < rows;
+    i64 ox = 0, oo = 0;
+    if (live) row_start(L, r, ox, oo);
+    const Pack* x = (const Pack*)((const T*)px + ox);
+    Pack* o = (Pack*)((T*)po + oo);
+    C v[N][VEC], m = NEG_INF;
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      i64 k = lane + p * 32;
+      if (live && k < nv) {
+        Pack q = x[k];
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ld(q.v[j]); m = v[p][j] > m || v[p][j] != v[p][j] ? v[p][j] : m; }
+      } else {
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
+      }
+    }
+    m = warp_max(m);
+    C s = 0;
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      bool ok = live && lane + p * 32 < nv;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ok ? FEXP(v[p][j] - m) : (C)0; s += v[p][j]; }
+    }
+    s = warp_sum(s);
+    C inv = (C)1 / s;
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      i64 k = lane + p * 32;
+      if (live && k < nv) {
+        Pack q;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * inv);
+        o[k] = q;
+      }
+    }
+  }
+}
+
+// A block per row, PK packs a thread, in registers: each element read once, exponentiated once,
+// written once (contiguous aligned rows of whole packs, len / VEC <= PK * blockDim).
+template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+  __shared__ C sh[32];
+  const i64 nv = len / VEC;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const Pack* x = (const Pack*)((const T*)px + ox);
+    Pack* o = (Pack*)((T*)po + oo);
+    C v[PK][VEC], m = NEG_INF;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      if (k < nv) {
+        Pack q = x[k];
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ld(q.v[j]); m = v[p][j] > m || v[p][j] != v[p][j] ? v[p][j] : m; }
+      } else {
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
+      }
+    }
+    m = block_max(m, sh, (C)NEG_INF);
+    C s = 0;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ok ? FEXP(v[p][j] - m) : (C)0; s += v[p][j]; }
+    }
+    s = block_sum(s, sh);
+    C inv = (C)1 / s;
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      i64 k = threadIdx.x + (i64)p * blockDim.x;
+      if (k < nv) {
+        Pack q;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * inv);
+        o[k] = q;
+      }
+    }
+  }
+}
+
+#define SOFTMAX_GROUP(G, N) \
+extern "C" __global__ void softmax_group_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, Lay L) { softmax_group<G, N>(px, po, rows, len, sx, so, L); }
+SOFTMAX_GROUP(1, 1)
+SOFTMAX_GROUP(1, 2)
+SOFTMAX_GROUP(1, 4)
+SOFTMAX_GROUP(2, 4)
+SOFTMAX_GROUP(4, 4)
+SOFTMAX_GROUP(8, 4)
+SOFTMAX_GROUP(16, 4)
+SOFTMAX_GROUP(32, 4)
+SOFTMAX_GROUP(32, 8)
+SOFTMAX_GROUP(32, 16)
+SOFTMAX_GROUP(32, 32)
+
+#define SOFTMAX_WARP(N) \
+extern "C" __global__ void softmax_warp_##N(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_warp<N>(px, po, rows, len, L); }
+SOFTMAX_WARP(1)
+SOFTMAX_WARP(2)
+SOFTMAX_WARP(4)
+SOFTMAX_WARP(8)
+
+// The bound keeps every variant launchable at 1024 threads (at most 64 registers a thread).
+#define SOFTMAX_BLOCK(PK) \
+extern "C" __global__ void __launch_bounds__(1024) softmax_block_##PK(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_block<PK>(px, po, rows, len, L); }
+SOFTMAX_BLOCK(1)
+SOFTMAX_BLOCK(2)
+SOFTMAX_BLOCK(4)
+SOFTMAX_BLOCK(8)

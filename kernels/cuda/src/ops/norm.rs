@@ -1,0 +1,176 @@
+//! layer_norm and rms_norm over the last axis (`cu/norm.cuh`): a warp per row for short
+//! contiguous aligned rows, a block per row in registers for rows up to 512 threads' packs, and
+//! a generic block per row (two reads) for everything else.
+
+use super::softmax::{row_alignment, rows_of};
+use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
+use crate::driver::{function, launch};
+use crate::source::Family;
+use rffi_core::{Result, Tensor};
+use rffi_kernels::{Explanation, Op, OpCall};
+use std::ffi::c_void;
+
+/// The shape class of a normalization.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Class {
+    pub rows: i64,
+    pub len: i64,
+    pub vec: i64,
+    /// Every row contiguous and 16-byte aligned in x and out.
+    pub aligned_rows: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The warp and block variants: `(x, out, w, b, rows, len, L, eps, sw, sb, wvec)`.
+    Packed,
+    /// `(x, out, w, b, rows, len, sx, so, L, eps, sw, sb)`.
+    Rows,
+}
+
+fn names(op: Op) -> [&'static str; 8] {
+    macro_rules! n {
+        ($p:literal) => {
+            [
+                concat!($p, "_warp_1"),
+                concat!($p, "_warp_2"),
+                concat!($p, "_warp_4"),
+                concat!($p, "_block_1"),
+                concat!($p, "_block_2"),
+                concat!($p, "_block_4"),
+                concat!($p, "_block_8"),
+                concat!($p, "_rows"),
+            ]
+        };
+    }
+    match op {
+        Op::LayerNorm => n!("layer_norm"),
+        Op::RmsNorm => n!("rms_norm"),
+        op => unreachable!("{op} is not a normalization"),
+    }
+}
+
+/// Every kernel name the planner can choose (checked against the source by a test).
+pub fn kernel_names() -> Vec<&'static str> {
+    let mut v = names(Op::LayerNorm).to_vec();
+    v.extend(names(Op::RmsNorm));
+    v
+}
+
+pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
+    let k = names(op);
+    let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
+    let nv = len / v;
+    if c.aligned_rows && len % v == 0 {
+        if nv <= 32 * 4 {
+            let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
+            let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
+            let why =
+                format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
+            return (Kind::Packed, Launch::new(name, rows.cdiv(8), 256), why);
+        }
+        let most = (32 / v).clamp(1, 8);
+        let wanted = tuned.get("packs", 2).clamp(1, most);
+        let fit = [1i64, 2, 4, 8]
+            .into_iter()
+            .enumerate()
+            .find(|&(_, p)| p >= wanted && p <= most && nv.cdiv(p) <= 512)
+            .or_else(|| {
+                [1i64, 2, 4, 8]
+                    .into_iter()
+                    .enumerate()
+                    .find(|&(_, p)| p <= most && nv.cdiv(p) <= 512)
+            });
+        if let Some((i, pk)) = fit {
+            let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 512) as u64;
+            let why = format!(
+                "rows of {len} = {nv} aligned packs fit a block's registers: {pk} packs a \
+                 thread, {threads} threads"
+            );
+            return (Kind::Packed, Launch::new(k[3 + i], rows, threads), why);
+        }
+    }
+    let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
+    let why = format!(
+        "rows of {len}{}: a block of {threads} per row, statistics then a second read",
+        if c.aligned_rows && len % v == 0 {
+            " (longer than a block's registers)"
+        } else {
+            " (strided, misaligned or not whole packs)"
+        }
+    );
+    (Kind::Rows, Launch::new(k[7], rows, threads), why)
+}
+
+/// Weight or bias: pointer (0 if absent), stride, and whether it can be read as packs.
+fn vector(t: Option<&Tensor>) -> (u64, i64, bool) {
+    match t {
+        None => (0, 0, true),
+        Some(t) => (
+            ptr(t),
+            t.strides()[0],
+            t.strides()[0] == 1 && ptr(t) % 16 == 0,
+        ),
+    }
+}
+
+fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<String>)> {
+    let (x, o) = (&call.inputs[0], call.out);
+    let axis = x.ndim() - 1;
+    let (_, rows, len, sx, so) = rows_of(x, o, Some(axis))?;
+    let v = dt(call)?.vec as i64;
+    let c = Class {
+        rows,
+        len,
+        vec: v,
+        aligned_rows: sx == 1 && so == 1 && row_alignment(x, o, axis, v, false),
+    };
+    let vars = [
+        ("cols", len),
+        ("rows", rows),
+        ("itemsize", dt(call)?.size as i64),
+        ("sms", sms(call)?),
+    ];
+    let tuned = Tuned::select(&call.tune, "norm", &vars)?;
+    let (kind, l, why) = plan(call.op, &c, &tuned);
+    Ok((c, kind, l, why, tuned.origin()))
+}
+
+pub fn norm(call: &OpCall<'_>) -> Result<()> {
+    let (x, o) = (&call.inputs[0], call.out);
+    if x.numel() == 0 {
+        return Ok(());
+    }
+    let (_, kind, l, _, _) = plan_call(call)?;
+    let (mut lay, mut rows, mut len, mut sx, mut so) = rows_of(x, o, Some(x.ndim() - 1))?;
+    let (mut pw, mut sw, wv) = vector(call.weight);
+    let (mut pb, mut sb, bv) = vector(call.bias);
+    let mut wvec = (wv && bv) as i32;
+    let (mut px, mut po) = (ptr(x), ptr(o));
+    let mut eps = call.eps;
+    let f = function(call.device, call.dtype, Family::Norm, l.kernel)?;
+    let mut args: Vec<*mut c_void> = vec![
+        arg(&mut px),
+        arg(&mut po),
+        arg(&mut pw),
+        arg(&mut pb),
+        arg(&mut rows),
+        arg(&mut len),
+    ];
+    if kind == Kind::Rows {
+        args.extend([arg(&mut sx), arg(&mut so)]);
+    }
+    args.extend([arg(&mut lay), arg(&mut eps), arg(&mut sw), arg(&mut sb)]);
+    if kind == Kind::Packed {
+        args.push(arg(&mut wvec));
+    }
+    // SAFETY: the arguments match the kernel (`cu/norm.cuh`); x, out, weight and bias are the
+    // tensors' elements (weight and bias of x's last-axis length, checked by the dispatcher),
+    // ordered on the stream; packed variants only for whole aligned packs.
+    unsafe { launch(f, l.grid, l.block, stream(call), &mut args) }
+}
+
+pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
+    let (_, _, l, why, config) = plan_call(call)?;
+    Ok(explanation(&[&l], why, config))
+}

@@ -1,0 +1,243 @@
+//! The variant each shape class gets on an H200 (132 SMs, sm_90) with the built-in tuning
+//! files, and that every kernel a plan can name exists in the CUDA source. No GPU needed.
+
+use super::{elementwise, norm, reduce, softmax, Tuned};
+use crate::source::{dt_of, module_source, Family};
+use rffi_core::DataType;
+use rffi_kernels::{Op, TuneTable, TuneView};
+
+const SMS: i64 = 132;
+
+fn table() -> TuneTable {
+    let files = vec![
+        (
+            "default.json".to_owned(),
+            include_str!("../../../tune/cuda/default.json").to_owned(),
+        ),
+        (
+            "sm_90.json".to_owned(),
+            include_str!("../../../tune/cuda/sm_90.json").to_owned(),
+        ),
+    ];
+    TuneTable::from_files(&files, "built-in".into()).unwrap()
+}
+
+fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bool) -> String {
+    let view = TuneView::new(t, Some("sm_90"));
+    let vars = [
+        ("cols", len),
+        ("rows", rows),
+        ("itemsize", itemsize),
+        ("sms", SMS),
+    ];
+    let tuned = Tuned::select(&view, "softmax", &vars).unwrap();
+    let c = softmax::Class {
+        rows,
+        len,
+        vec: 16 / itemsize,
+        aligned_rows: aligned,
+        contiguous: true,
+    };
+    let p = softmax::plan(&c, SMS, &tuned);
+    match &p.write {
+        Some(w) => format!("{} + {} x{}", p.main.kernel, w.kernel, p.chunks),
+        None => format!("{} {}", p.main.kernel, p.main.block),
+    }
+}
+
+#[test]
+fn softmax_variant_per_row_length() {
+    let t = table();
+    // (rows, len, itemsize, every row aligned) -> kernel and block size.
+    let cases: &[(i64, i64, i64, bool, &str)] = &[
+        (262144, 1, 4, true, "softmax_group_1_1 256"),
+        (262144, 7, 2, false, "softmax_group_2_4 256"),
+        (262144, 32, 4, true, "softmax_group_8_4 256"),
+        (262144, 100, 4, true, "softmax_group_32_4 256"),
+        (262144, 256, 2, true, "softmax_warp_1 256"),
+        (262144, 256, 4, true, "softmax_warp_2 256"),
+        (65536, 1000, 4, true, "softmax_warp_8 256"),
+        (65536, 1000, 2, true, "softmax_warp_4 256"),
+        (65536, 1000, 2, false, "softmax_group_32_32 256"),
+        (65536, 1024, 2, true, "softmax_warp_4 256"),
+        (65536, 4096, 4, true, "softmax_block_4 256"),
+        (65536, 4096, 2, true, "softmax_block_2 256"),
+        (4096, 32000, 2, true, "softmax_block_4 1024"),
+        (8192, 50257, 2, false, "softmax_online 1024"),
+        (8192, 50257, 4, false, "softmax_online 1024"),
+        (1024, 128256, 2, true, "softmax_online 1024"),
+        (
+            4,
+            262144,
+            4,
+            true,
+            "softmax_split_stats + softmax_split_write x64",
+        ),
+        (
+            64,
+            50257,
+            2,
+            false,
+            "softmax_split_stats + softmax_split_write x5",
+        ),
+    ];
+    for &(rows, len, size, aligned, want) in cases {
+        assert_eq!(
+            softmax_kernel(&t, rows, len, size, aligned),
+            want,
+            "{rows} x {len}, itemsize {size}"
+        );
+    }
+}
+
+fn reduce_plan(t: &TuneTable, op: Op, c: reduce::Class) -> reduce::Plan {
+    let view = TuneView::new(t, Some("sm_90"));
+    let vars = [("rows", c.nout), ("cols", c.count), ("sms", SMS)];
+    let tuned = Tuned::select(&view, "reduce", &vars).unwrap();
+    reduce::plan(op, &c, SMS, &tuned)
+}
+
+#[test]
+fn reduction_walk_per_shape_class() {
+    let t = table();
+    let class = |nout, count, rs, ks| reduce::Class {
+        nout,
+        count,
+        nr: 1,
+        rs,
+        ks,
+        col_pack: 1,
+    };
+    // A full reduction of 256M elements: one output split over the SMs, then combined.
+    let p = reduce_plan(&t, Op::Sum, class(1, 1 << 28, 1, None));
+    assert_eq!(p.main.kernel, "sum_rows_block");
+    assert_eq!(p.chunks, 4 * SMS);
+    assert_eq!(p.combine.as_ref().unwrap().kernel, "sum_combine");
+    // Last-axis reductions by length.
+    assert_eq!(
+        reduce_plan(&t, Op::Max, class(1 << 20, 3, 1, Some(3)))
+            .main
+            .kernel,
+        "max_rows_1"
+    );
+    assert_eq!(
+        reduce_plan(&t, Op::Mean, class(1 << 16, 50, 1, Some(50)))
+            .main
+            .kernel,
+        "mean_rows_4"
+    );
+    let p = reduce_plan(&t, Op::Argmax, class(4096, 1000, 1, Some(1000)));
+    assert_eq!((p.main.kernel, p.chunks), ("argmax_rows_32", 1));
+    let p = reduce_plan(&t, Op::Sum, class(4096, 4096, 1, Some(4096)));
+    assert_eq!((p.main.kernel, p.chunks), ("sum_rows_block", 1));
+    // Few long rows are split.
+    let p = reduce_plan(&t, Op::Sum, class(8, 1 << 20, 1, Some(1 << 20)));
+    assert!(p.chunks > 1 && p.chunk % 64 == 0, "{p:?}");
+    // Leading-axis reductions walk columns; few columns split the reduced axis over grid.y.
+    let p = reduce_plan(&t, Op::Sum, class(1 << 20, 64, 1 << 20, Some(1)));
+    assert!(
+        p.columns && p.main.kernel == "sum_cols" && p.combine.is_none(),
+        "{p:?}"
+    );
+    let p = reduce_plan(&t, Op::Sum, class(4096, 4096, 4096, Some(1)));
+    assert!(
+        p.columns && p.chunks == 16 && p.main.grid == (16, 16),
+        "{p:?}"
+    );
+    let p = reduce_plan(
+        &t,
+        Op::Sum,
+        reduce::Class {
+            col_pack: 8,
+            ..class(4096, 65536, 4096, Some(1))
+        },
+    );
+    assert!(
+        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 2,
+        "{p:?}"
+    );
+    let p = reduce_plan(&t, Op::Min, class(16, 1 << 20, 16, Some(1)));
+    assert!(
+        p.columns && p.chunks > 1 && p.main.grid.1 as i64 == p.chunks,
+        "{p:?}"
+    );
+    assert_eq!(p.combine.unwrap().kernel, "min_combine");
+}
+
+#[test]
+fn norm_and_elementwise_variants() {
+    let t = table();
+    let view = TuneView::new(&t, Some("sm_90"));
+    let tuned = Tuned::select(&view, "norm", &[]).unwrap();
+    let np = |len: i64, vec: i64, aligned: bool| {
+        let c = norm::Class {
+            rows: 4096,
+            len,
+            vec,
+            aligned_rows: aligned,
+        };
+        let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
+        format!("{} {}", l.kernel, l.block)
+    };
+    assert_eq!(np(1024, 8, true), "layer_norm_warp_4 256");
+    assert_eq!(np(4096, 8, true), "layer_norm_block_2 256");
+    assert_eq!(np(4096, 4, true), "layer_norm_block_2 512");
+    assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
+    assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
+    assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
+    assert_eq!(np(4097, 4, false), "layer_norm_rows 512");
+    let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
+    let (l, form, _) = elementwise::plan("gelu", false, 1 << 28, Some(8), true, SMS, &tuned);
+    assert_eq!(
+        (l.kernel, form, l.grid.0, l.block),
+        ("gelu_vec", elementwise::Form::Vec, 8 * 132, 256)
+    );
+    let (l, _, _) = elementwise::plan("add", true, 1000, None, true, SMS, &tuned);
+    assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
+    let (l, _, _) = elementwise::plan("copy", false, 1 << 33, None, false, SMS, &tuned);
+    assert_eq!(l.kernel, "copy_strided");
+}
+
+#[test]
+fn every_planned_kernel_is_in_the_source() {
+    let dt = dt_of(DataType::bfloat16()).unwrap();
+    let src = |f| module_source(&dt, f);
+    let softmax_src = src(Family::Softmax);
+    for name in softmax::kernel_names() {
+        // Instances are macro calls: `softmax_group_8_4` is `SOFTMAX_GROUP(8, 4)`.
+        let parts: Vec<&str> = name.split('_').collect();
+        let found = match parts[1] {
+            "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {})", parts[2], parts[3])),
+            "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({})", parts[2])),
+            "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            _ => softmax_src.contains(&format!("void {name}(")),
+        };
+        assert!(found, "{name}");
+    }
+    let norm_src = src(Family::Norm);
+    for name in norm::kernel_names() {
+        let (op, variant) = name
+            .split_once("_norm_")
+            .map(|(a, b)| (format!("{a}_norm"), b))
+            .unwrap();
+        assert!(
+            norm_src.contains(&format!("NORM_VARIANTS({op}, ")),
+            "{name}"
+        );
+        assert!(norm_src.contains(&format!("NAME##_{variant}(")), "{name}");
+    }
+    let reduce_src = src(Family::Reduce);
+    for op in ["sum", "mean", "max", "min", "argmax"] {
+        assert!(reduce_src.contains(&format!("REDUCE_OP({op}, ")), "{op}");
+    }
+    for v in [
+        "rows_1",
+        "rows_4",
+        "rows_32",
+        "rows_block",
+        "cols",
+        "combine",
+    ] {
+        assert!(reduce_src.contains(&format!("NAME##_{v}(")), "{v}");
+    }
+}

@@ -1,0 +1,380 @@
+//! Softmax along any axis (`cu/softmax.cuh`): the variant by row length and layout.
+//!
+//! - rows up to 1024 elements that are not whole aligned packs (or shorter than a pack a lane):
+//!   `softmax_group_G_N`, G lanes per row, N elements a lane;
+//! - contiguous aligned rows of whole packs, up to 8 packs a lane: `softmax_warp_N`;
+//! - few long rows (fewer than `split_rows`, at least `split_cols` elements): split over blocks,
+//!   `softmax_split_stats` + `softmax_split_write`;
+//! - contiguous aligned rows that fit a block's registers: `softmax_block_PK`;
+//! - anything else (long, odd-length or misaligned rows such as 50257 or 128256, strided rows):
+//!   `softmax_online`, a block per row, reading the row twice (the second time from L2).
+
+use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Lay, Tuned};
+use crate::driver::{function, launch, Scratch};
+use crate::source::Family;
+use rffi_core::{Result, Tensor};
+use rffi_kernels::{Explanation, OpCall};
+use std::ffi::c_void;
+
+/// The group variants: (lanes per row, elements a lane, kernel).
+const GROUP: [(i64, i64, &str); 11] = [
+    (1, 1, "softmax_group_1_1"),
+    (1, 2, "softmax_group_1_2"),
+    (1, 4, "softmax_group_1_4"),
+    (2, 4, "softmax_group_2_4"),
+    (4, 4, "softmax_group_4_4"),
+    (8, 4, "softmax_group_8_4"),
+    (16, 4, "softmax_group_16_4"),
+    (32, 4, "softmax_group_32_4"),
+    (32, 8, "softmax_group_32_8"),
+    (32, 16, "softmax_group_32_16"),
+    (32, 32, "softmax_group_32_32"),
+];
+const WARP: [(i64, &str); 4] = [
+    (1, "softmax_warp_1"),
+    (2, "softmax_warp_2"),
+    (4, "softmax_warp_4"),
+    (8, "softmax_warp_8"),
+];
+const BLOCK: [(i64, &str); 4] = [
+    (1, "softmax_block_1"),
+    (2, "softmax_block_2"),
+    (4, "softmax_block_4"),
+    (8, "softmax_block_8"),
+];
+
+/// Every kernel name the planner can choose (checked against the source by a test).
+pub fn kernel_names() -> Vec<&'static str> {
+    let mut v: Vec<&str> = GROUP.iter().map(|g| g.2).collect();
+    v.extend(WARP.iter().map(|w| w.1));
+    v.extend(BLOCK.iter().map(|b| b.1));
+    v.extend([
+        "softmax_online",
+        "softmax_split_stats",
+        "softmax_split_write",
+    ]);
+    v
+}
+
+/// The shape class of a softmax.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Class {
+    pub rows: i64,
+    pub len: i64,
+    /// Elements per 16-byte pack.
+    pub vec: i64,
+    /// Every row contiguous and 16-byte aligned in x and out.
+    pub aligned_rows: bool,
+    /// Rows contiguous in x and out, with the same alignment phase (packs after peeling).
+    pub contiguous: bool,
+}
+
+/// The parameter lists of the variants.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `(x, out, rows, len, sx, so, L)`.
+    Group,
+    /// `(x, out, rows, len, L)`: the warp and block variants.
+    Packed,
+    /// `(x, out, rows, len, sx, so, L, vec)`.
+    Online,
+    /// The two split kernels.
+    Split,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub kind: Kind,
+    pub main: Launch,
+    /// `softmax_split_write`, after `main` = `softmax_split_stats`.
+    pub write: Option<Launch>,
+    pub chunks: i64,
+    pub chunk: i64,
+    pub why: String,
+}
+
+fn pow2ceil(v: i64) -> i64 {
+    (v.max(1) as u64).next_power_of_two() as i64
+}
+
+pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
+    let (rows, len, v) = (c.rows.max(1), c.len, c.vec);
+    let nv = len / v;
+    let whole = c.aligned_rows && len % v == 0;
+    let single = |kind: Kind, main: Launch, why: String| Plan {
+        kind,
+        main,
+        write: None,
+        chunks: 1,
+        chunk: len,
+        why,
+    };
+    // Short rows: lanes of a warp per row.
+    if whole && (32..=32 * 8).contains(&nv) {
+        let n = pow2ceil(nv.cdiv(32));
+        let k = WARP.iter().find(|w| w.0 == n).expect("n <= 8").1;
+        let why =
+            format!("rows of {len} = {nv} aligned 16-byte packs: a warp per row, {n} packs a lane");
+        return single(
+            Kind::Packed,
+            Launch::new(k, (rows as u64).cdiv(8), 256),
+            why,
+        );
+    }
+    if len <= 1024 {
+        let g = pow2ceil(len.cdiv(4)).min(32);
+        let n = pow2ceil(len.cdiv(g));
+        let k = GROUP
+            .iter()
+            .find(|e| e.0 == g && e.1 == n)
+            .expect("every (G, N) for rows up to 1024")
+            .2;
+        let why = format!(
+            "rows of {len} elements: {g} lane{} per row, {n} elements a lane in registers",
+            if g == 1 { "" } else { "s" }
+        );
+        let grid = (rows as u64).cdiv((256 / g) as u64);
+        return single(Kind::Group, Launch::new(k, grid, 256), why);
+    }
+    // Few long rows: split each over blocks.
+    let split_rows = tuned.get("split_rows", sms);
+    if rows < split_rows && len >= tuned.get("split_cols", 16384) {
+        let threads = tuned.get("split_threads", 512).clamp(32, 1024) as u64;
+        let most = len.cdiv(tuned.get("split_chunk_min", 4096).max(64));
+        let chunks = (2 * sms).cdiv(rows).clamp(2, most.max(2));
+        let chunk = len.cdiv(chunks).cdiv(64) * 64;
+        let chunks = len.cdiv(chunk);
+        let items = (rows * chunks) as u64;
+        return Plan {
+            kind: Kind::Split,
+            main: Launch::new("softmax_split_stats", items, threads),
+            write: Some(Launch::new("softmax_split_write", items, threads)),
+            chunks,
+            chunk,
+            why: format!(
+                "{rows} rows of {len} (fewer than split_rows = {split_rows}): each row split into \
+                 {chunks} chunks of {chunk} over blocks, (max, sum) per chunk, merged per row"
+            ),
+        };
+    }
+    // Rows that fit a block's registers: read once.
+    let most_packs = (32 / v).clamp(1, 8);
+    if whole && nv <= 1024 * most_packs {
+        let wanted = tuned.get("packs", 4).clamp(1, most_packs);
+        let &(pk, k) = BLOCK
+            .iter()
+            .find(|&&(p, _)| p >= wanted && p <= most_packs && nv.cdiv(p) <= 1024)
+            .or_else(|| {
+                BLOCK
+                    .iter()
+                    .find(|&&(p, _)| p <= most_packs && nv.cdiv(p) <= 1024)
+            })
+            .expect("nv <= 1024 * most_packs");
+        let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 1024) as u64;
+        let why = format!(
+            "rows of {len} = {nv} aligned packs fit a block's registers: {pk} packs a thread, \
+             {threads} threads, each element read once"
+        );
+        return single(Kind::Packed, Launch::new(k, rows as u64, threads), why);
+    }
+    let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
+    let why = format!(
+        "rows of {len}{}: a block of {threads} per row, online (max, sum) then a second read \
+         (from L2){}",
+        if whole {
+            ""
+        } else {
+            " (not whole aligned packs)"
+        },
+        if c.contiguous {
+            ", 16-byte packs after peeling to alignment"
+        } else {
+            ", element by element (strided rows)"
+        }
+    );
+    single(
+        Kind::Online,
+        Launch::new("softmax_online", rows as u64, threads),
+        why,
+    )
+}
+
+/// The rows of x and out along the axis: layout of the other dims, row count, length, strides.
+pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64, i64, i64, i64)> {
+    let Some(a) = axis else {
+        return Ok((Lay::new(&[], &[&[], &[]])?, 1, 1, 1, 1));
+    };
+    let others = |v: &[i64]| -> Vec<i64> {
+        v.iter()
+            .enumerate()
+            .filter(|&(i, _)| i != a)
+            .map(|(_, &d)| d)
+            .collect()
+    };
+    let lead = others(x.shape());
+    let lay = Lay::new(&lead, &[&others(x.strides()), &others(o.strides())])?;
+    let rows = lead.iter().product::<i64>();
+    Ok((lay, rows, x.shape()[a], x.strides()[a], o.strides()[a]))
+}
+
+/// Whether every row starts 16-byte aligned (`phase_only`: at the same offset from alignment in
+/// x and out) given the base pointers and the strides of the other dims.
+pub fn row_alignment(x: &Tensor, o: &Tensor, axis: usize, v: i64, phase_only: bool) -> bool {
+    let lead_ok = |t: &Tensor| {
+        t.strides()
+            .iter()
+            .enumerate()
+            .all(|(i, &s)| i == axis || t.shape()[i] == 1 || s % v == 0)
+    };
+    let (px, po) = (ptr(x), ptr(o));
+    let bases = if phase_only {
+        px % 16 == po % 16
+    } else {
+        px % 16 == 0 && po % 16 == 0
+    };
+    bases && lead_ok(x) && lead_ok(o)
+}
+
+struct Call {
+    lay: Lay,
+    rows: i64,
+    len: i64,
+    sx: i64,
+    so: i64,
+    plan: Plan,
+    config: Option<String>,
+    contiguous: bool,
+}
+
+fn plan_call(call: &OpCall<'_>) -> Result<Call> {
+    let (x, o) = (&call.inputs[0], call.out);
+    let axis = call.axes.first().copied();
+    let (lay, rows, len, sx, so) = rows_of(x, o, axis)?;
+    let v = dt(call)?.vec as i64;
+    let unit = sx == 1 && so == 1 || len == 1;
+    let a = axis.unwrap_or(0);
+    let has_axis = axis.is_some();
+    let c = Class {
+        rows,
+        len,
+        vec: v,
+        aligned_rows: has_axis && unit && row_alignment(x, o, a, v, false),
+        contiguous: has_axis && unit && row_alignment(x, o, a, v, true),
+    };
+    let sms = sms(call)?;
+    let vars = [
+        ("cols", len),
+        ("rows", rows),
+        ("itemsize", dt(call)?.size as i64),
+        ("sms", sms),
+    ];
+    let tuned = Tuned::select(&call.tune, "softmax", &vars)?;
+    Ok(Call {
+        lay,
+        rows,
+        len,
+        sx,
+        so,
+        plan: plan(&c, sms, &tuned),
+        config: tuned.origin(),
+        contiguous: c.contiguous,
+    })
+}
+
+pub fn softmax(call: &OpCall<'_>) -> Result<()> {
+    if call.inputs[0].numel() == 0 {
+        return Ok(());
+    }
+    let Call {
+        mut lay,
+        mut rows,
+        mut len,
+        mut sx,
+        mut so,
+        plan: p,
+        contiguous,
+        ..
+    } = plan_call(call)?;
+    let st = stream(call);
+    let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
+    let mut vec = contiguous as i32;
+    let (mut chunks, mut chunk) = (p.chunks, p.chunk);
+    let f = function(call.device, call.dtype, Family::Softmax, p.main.kernel)?;
+    let mut args: Vec<*mut c_void> = match p.kind {
+        Kind::Group => vec![
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut sx),
+            arg(&mut so),
+            arg(&mut lay),
+        ],
+        Kind::Packed => vec![
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut lay),
+        ],
+        Kind::Online => vec![
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut sx),
+            arg(&mut so),
+            arg(&mut lay),
+            arg(&mut vec),
+        ],
+        Kind::Split => Vec::new(),
+    };
+    if p.kind != Kind::Split {
+        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); x and out are the tensors'
+        // elements, ordered on the stream; the plan's variant fits the rows (whole aligned packs
+        // for the warp and block variants).
+        return unsafe { launch(f, p.main.grid, p.main.block, st, &mut args) };
+    }
+    let bytes = (rows * chunks) as usize * 2 * dt(call)?.compute_size();
+    let scratch = Scratch::new(bytes, st)?;
+    let mut pp = scratch.ptr;
+    let mut a1 = [
+        arg(&mut px),
+        arg(&mut pp),
+        arg(&mut rows),
+        arg(&mut len),
+        arg(&mut sx),
+        arg(&mut lay),
+        arg(&mut chunks),
+        arg(&mut chunk),
+        arg(&mut vec),
+    ];
+    // SAFETY: as above; the scratch holds a (max, sum) pair per (row, chunk).
+    unsafe { launch(f, p.main.grid, p.main.block, st, &mut a1) }?;
+    let w = p.write.as_ref().expect("split plans write");
+    let f2 = function(call.device, call.dtype, Family::Softmax, w.kernel)?;
+    let mut a2 = [
+        arg(&mut px),
+        arg(&mut po),
+        arg(&mut pp),
+        arg(&mut rows),
+        arg(&mut len),
+        arg(&mut sx),
+        arg(&mut so),
+        arg(&mut lay),
+        arg(&mut chunks),
+        arg(&mut chunk),
+        arg(&mut vec),
+    ];
+    // SAFETY: as above; the scratch is freed after this launch in stream order.
+    unsafe { launch(f2, w.grid, w.block, st, &mut a2) }
+}
+
+pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
+    let c = plan_call(call)?;
+    let mut launches = vec![&c.plan.main];
+    launches.extend(c.plan.write.as_ref());
+    let mut e = explanation(&launches, c.plan.why.clone(), c.config);
+    e.params.push(("chunks".into(), c.plan.chunks));
+    Ok(e)
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds what the GPU run needs on a machine with Rust (the GPU machine has none) and copies it,
+# stripped, into DIR (default .devkern, which the repository's .git/info/exclude should ignore):
+# librffi.so, librffi_python_native.so, librffi_kernels_plugin.so, and the CUDA crate's test
+# binaries as test-cuda and test-shapes. Then, on the GPU machine: kernels/tests/gpu/run.sh DIR
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
+DIR="$(mkdir -p "${1:-$ROOT/.devkern}" && cd "${1:-$ROOT/.devkern}" && pwd)"
+cd "$ROOT"
+cargo build --release -p rffi-c -p rffi-python-native -p rffi-kernels-plugin
+cp target/release/librffi.so target/release/librffi_python_native.so \
+    target/release/librffi_kernels_plugin.so "$DIR/"
+# The test binaries: cargo prints their paths.
+cargo test --release -p rffi-kernels-cuda --tests --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, shutil, sys
+dest = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        shutil.copy(m["executable"], dest + "/test-" + m["target"]["name"])
+' "$DIR"
+strip --strip-debug "$DIR"/*.so "$DIR"/test-*
+ls -la "$DIR"

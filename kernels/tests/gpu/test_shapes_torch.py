@@ -1,0 +1,207 @@
+"""The CUDA kernels against a float64 reference computed by torch, on torch CUDA tensors passed
+directly: float32 within 1e-5 relative, float16 / bfloat16 within one unit in the last place of
+the reference (plus 1/256 of an ulp of the largest magnitude, for results that cancel to near
+zero).
+Every shape class: odd sizes, misaligned base pointers (a view one element into a buffer),
+strided and transposed inputs, broadcasting, zero-size inputs.
+
+    RFFI_LIBRARY_PATH=target/release PYTHONPATH=ffi-python:kernels/python \\
+        python -m pytest -q kernels/tests/gpu/test_shapes_torch.py
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import rffi_kernels as K  # noqa: E402
+
+F = torch.nn.functional
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+MANT = {torch.float16: (10, -14), torch.bfloat16: (7, -126)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugin():
+    K.load(os.environ.get("RFFI_KERNELS_PLUGIN"))
+
+
+@pytest.fixture(autouse=True)
+def stream():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        yield s
+    s.synchronize()
+
+
+def T(x):
+    return x if isinstance(x, torch.Tensor) else torch.from_dlpack(x)
+
+
+def ulp(ref, dtype):
+    """One unit in the last place of `ref` (float64) in a 16-bit dtype."""
+    mant, emin = MANT[dtype]
+    e = torch.floor(torch.log2(ref.abs().clamp_min(2.0**emin))).clamp_min(emin)
+    return torch.exp2(e - mant)
+
+
+def check(got, ref, dtype, what, rtol=1e-5):
+    """`got` (dtype) against `ref` (float64, from the same rounded inputs)."""
+    got = T(got).double()
+    assert got.shape == ref.shape, f"{what}: shape {tuple(got.shape)} vs {tuple(ref.shape)}"
+    nan = ref.isnan()
+    assert torch.equal(got.isnan(), nan), f"{what}: NaN positions differ"
+    g, r = got[~nan], ref[~nan]
+    if r.numel() == 0:
+        return
+    scale = r.abs().max()
+    if dtype == torch.float32:
+        slack = rtol * r.abs() + 1e-6 * scale
+    else:
+        slack = ulp(r, dtype) + 2.0**-8 * ulp(scale, dtype)
+    bad = ((g - r).abs() > slack) & (g != r)
+    if bad.any():
+        i = bad.nonzero()[0].item()
+        pytest.fail(
+            f"{what} [{dtype}]: {bad.sum().item()} of {r.numel()} off, e.g. got {g[i].item()!r}"
+            f" want {r[i].item()!r} (slack {slack[i].item():.3g})"
+        )
+
+
+def rand(shape, dtype, lo=-4.0, hi=4.0, offset=0, seed=0):
+    """Random values of `dtype` in a view `offset` elements into a fresh buffer."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n = 1
+    for d in shape:
+        n *= d
+    flat = torch.rand(n + offset, device="cuda", dtype=torch.float64, generator=g) * (hi - lo) + lo
+    return flat.to(dtype)[offset:].view(shape)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("offset", [0, 1])
+def test_elementwise_and_broadcasting(dtype, offset):
+    a = rand((37, 1029), dtype, offset=offset, seed=1)
+    b = rand((1029,), dtype, 0.5, 2.0, seed=2)
+    c = rand((37, 1), dtype, 0.5, 2.0, offset=offset, seed=3)
+    ad, bd, cd = a.double(), b.double(), c.double()
+    check(K.add(a, b), ad + bd, dtype, "a + row")
+    check(K.mul(c, b), cd * bd, dtype, "col * row")
+    check(K.div(a, c), ad / cd, dtype, "a / col")
+    check(K.sub(a, torch.tensor(1.5, device="cuda", dtype=dtype)), ad - 1.5, dtype, "a - 0-d")
+    check(K.add(a.t(), a.t()), (ad + ad).t(), dtype, "transposed")
+    x = rand((1_000_003,), dtype, -10, 10, offset=offset, seed=4)
+    xd = x.double()
+    check(K.exp(x), xd.exp(), dtype, "exp")
+    # x Phi(x) through erfc: torch's own 0.5 x (1 + erf) loses every digit below x = -7.
+    check(K.gelu(x), 0.5 * xd * torch.special.erfc(-xd / 2**0.5), dtype, "gelu erf")
+    # The tanh form in float64 without cancellation: x sigmoid(2u).
+    u = (2 / torch.pi) ** 0.5 * (xd + 0.044715 * xd**3)
+    check(K.gelu(x, "tanh"), xd * torch.sigmoid(2 * u), dtype, "gelu tanh")
+    check(K.relu(x), xd.clamp_min(0), dtype, "relu")
+    out = torch.empty_like(a)
+    assert K.add(a, b, out) is None
+    check(out, ad + bd, dtype, "add into out")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_reductions_on_any_axes(dtype):
+    pos = rand((37, 129, 5), dtype, 0.5, 3.0, offset=1, seed=5)
+    mixed = rand((37, 129, 5), dtype, -4.0, 4.0, seed=6)
+    pd, md = pos.double(), mixed.double()
+    for axis in [None, 0, 1, -1, (0, 2), (1, 2)]:
+        for keepdims in [False, True]:
+            what = f"axis {axis} keepdims {keepdims}"
+            dims = axis if axis is not None else (0, 1, 2)
+            check(K.sum(pos, axis, keepdims), pd.sum(dims, keepdims), dtype, "sum " + what)
+            check(K.mean(pos, axis, keepdims), pd.mean(dims, keepdims), dtype, "mean " + what)
+            check(K.max(mixed, axis, keepdims), md.amax(dims, keepdims), dtype, "max " + what)
+            check(K.min(mixed, axis, keepdims), md.amin(dims, keepdims), dtype, "min " + what)
+            if not isinstance(axis, tuple):
+                want = md.argmax(axis, keepdims) if axis is not None else md.argmax()
+                if axis is None and keepdims:
+                    want = want.view(1, 1, 1)
+                got = T(K.argmax(mixed, axis, keepdims))
+                assert got.dtype == torch.int64 and torch.equal(got, want), "argmax " + what
+    # Long: one output, few long rows, few long columns; transposed.
+    v = rand((1 << 22,), dtype, 0.5, 1.5, offset=1, seed=7)
+    check(K.sum(v), v.double().sum(), dtype, "sum 4M")
+    r = rand((3, 300_007), dtype, -3, 3, seed=8)
+    assert torch.equal(T(K.argmax(r, -1)), r.double().argmax(-1)), "argmax long rows"
+    cl = rand((100_003, 7), dtype, 0.5, 1.5, seed=9)
+    check(K.mean(cl, 0), cl.double().mean(0), dtype, "mean long columns")
+    t = rand((129, 37), dtype, 0.5, 1.5, seed=10).t()
+    check(K.sum(t, -1), t.double().sum(-1), dtype, "sum transposed")
+    # Ties and NaN: the first index; NaN is the largest.
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan")], [2.0, 5.0, 5.0, 1.0]], device="cuda")
+    assert T(K.argmax(x.to(dtype), 1)).tolist() == [3, 1]
+    assert T(K.max(x.to(dtype), 1)).isnan().tolist() == [True, False]
+
+
+ROWS = [1, 7, 32, 100, 256, 1000, 1024, 4096, 32000, 50257, 128256, 262144]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("length", ROWS)
+def test_softmax_every_row_length(dtype, length):
+    rows = max(2, min(300, (1 << 21) // length))
+    for offset in [0, 1]:
+        x = rand((rows, length), dtype, -8, 8, offset=offset, seed=length)
+        check(K.softmax(x), x.double().softmax(-1), dtype, f"softmax {rows}x{length} +{offset}")
+    if length >= 16384:
+        # More rows than SMs (block or online variants) as well as few (split).
+        x = rand((140, length), dtype, -8, 8, offset=length % 2, seed=11)
+        check(K.softmax(x), x.double().softmax(-1), dtype, f"softmax 140x{length}")
+
+
+def test_softmax_other_axes_and_masks():
+    x = rand((300, 7, 5), torch.float32, -8, 8, seed=12)
+    for axis in [0, 1]:
+        check(K.softmax(x, axis), x.double().softmax(axis), torch.float32, f"axis {axis}")
+    m = rand((8, 4096), torch.bfloat16, -8, 8, seed=13)
+    m[:, ::3] = float("-inf")
+    m[5] = float("-inf")
+    check(K.softmax(m), m.double().softmax(-1), torch.bfloat16, "masked")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("length", [7, 256, 1024, 4096, 4097, 16384, 65536])
+def test_norms(dtype, length):
+    rows = max(2, min(257, (1 << 20) // length))
+    for offset in [0, 1]:
+        x = rand((rows, length), dtype, -3, 5, offset=offset, seed=length)
+        w = rand((length,), dtype, 0.5, 1.5, offset=offset, seed=1)
+        b = rand((length,), dtype, -1, 1, seed=2)
+        xd, wd, bd = x.double(), w.double(), b.double()
+        what = f"{rows}x{length} +{offset}"
+        want = F.layer_norm(xd, (length,), wd, bd, 1e-5)
+        check(K.layer_norm(x, w, b), want, dtype, "layer_norm " + what)
+        check(K.layer_norm(x), F.layer_norm(xd, (length,)), dtype, "layer_norm plain " + what)
+        eps = torch.finfo(dtype).eps
+        want = F.rms_norm(xd, (length,), wd, eps)
+        check(K.rms_norm(x, w), want, dtype, "rms_norm " + what)
+
+
+def test_zero_size():
+    e = torch.empty(0, 5, device="cuda")
+    assert T(K.sum(e, 0)).tolist() == [0.0] * 5
+    assert T(K.mean(e, 0)).isnan().all()
+    assert T(K.softmax(e)).shape == (0, 5)
+    assert T(K.layer_norm(e)).shape == (0, 5)
+    assert T(K.add(e, torch.ones(5, device="cuda"))).shape == (0, 5)
+    with pytest.raises(ValueError, match="cannot reduce over zero elements"):
+        K.max(e, 0)
+
+
+def test_explain_names_the_variant():
+    x = torch.empty(8192, 50257, device="cuda", dtype=torch.bfloat16)
+    e = K.explain("softmax", x)
+    assert e["backend"] == "cuda" and "softmax_online" in e["variant"]["kernel"]
+    assert "sm_90.json" in (e["variant"]["config"] or "") or e["variant"]["config"] is None
+    e = K.explain("sum", torch.empty(1 << 20, device="cuda"))
+    assert "sum_rows_block + sum_combine" == e["variant"]["kernel"], e
