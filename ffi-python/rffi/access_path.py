@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 from ._object import Object
 from ._object_model import _ffi, register_object
@@ -36,6 +37,13 @@ class AccessStep(Object):
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # installed from the runtime's fields by register_object
+
+        @property
+        def kind(self) -> int: ...
+        @property
+        def key(self) -> Any: ...
+
     def __repr__(self) -> str:
         return f"AccessStep({AccessKind(self.kind).name}, {self.key!r})"
 
@@ -46,6 +54,26 @@ class AccessPath(Object):
     from ``AccessPath.root()`` step by step, printed as ``root.body[2].name``."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # installed from the runtime's fields and methods by register_object
+
+        @property
+        def parent(self) -> AccessPath | None: ...
+        @property
+        def step(self) -> AccessStep | None: ...
+        @property
+        def depth(self) -> int: ...
+        @staticmethod
+        def _root() -> AccessPath: ...
+        def _attr(self, name: str) -> AccessPath: ...
+        def _attr_missing(self, name: str) -> AccessPath: ...
+        def _array_item(self, index: int) -> AccessPath: ...
+        def _array_item_missing(self, index: int) -> AccessPath: ...
+        def _map_item(self, key: Any) -> AccessPath: ...
+        def _map_item_missing(self, key: Any) -> AccessPath: ...
+        def _is_prefix_of(self, other: AccessPath) -> bool: ...
+        def _to_steps(self) -> list[AccessStep]: ...
+        def _path_equal(self, other: AccessPath) -> bool: ...
 
     def __init__(self) -> None:
         raise ValueError("AccessPath cannot be made directly: use AccessPath.root()")
@@ -67,24 +95,24 @@ class AccessPath(Object):
     def array_item_missing(self, index: int) -> AccessPath:
         return self._array_item_missing(index)
 
-    def map_item(self, key) -> AccessPath:
+    def map_item(self, key: Any) -> AccessPath:
         return self._map_item(key)
 
-    def map_item_missing(self, key) -> AccessPath:
+    def map_item_missing(self, key: Any) -> AccessPath:
         return self._map_item_missing(key)
 
     def is_prefix_of(self, other: AccessPath) -> bool:
         """Whether this path is a prefix of (or equal to) ``other``."""
         return self._is_prefix_of(other)
 
-    def to_steps(self) -> list:
+    def to_steps(self) -> list[AccessStep]:
         """The steps from the root."""
         return list(self._to_steps())
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, AccessPath) and self._path_equal(other)
 
-    def __ne__(self, other) -> bool:
+    def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:

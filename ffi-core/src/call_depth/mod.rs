@@ -197,7 +197,18 @@ pub fn set_max_call_depth(limit: i64) -> Result<u32> {
 /// nested value) may reach on this thread: its stack's bottom plus the reserve a callback keeps,
 /// or 0 when the stack's bounds are unknown.
 pub(crate) fn recursion_floor() -> usize {
-    match stack_bounds() {
+    thread_local! {
+        // Measured once per thread: finding a thread's stack can read /proc (the main thread's).
+        static BOUNDS: core::cell::Cell<Option<Option<(usize, usize)>>> =
+            const { core::cell::Cell::new(None) };
+    }
+    let bounds = BOUNDS.with(|b| {
+        if b.get().is_none() {
+            b.set(Some(stack_bounds()));
+        }
+        b.get().flatten()
+    });
+    match bounds {
         Some((low, size)) if (low..low + size).contains(&stack_pointer()) => low + reserve(size),
         _ => 0,
     }

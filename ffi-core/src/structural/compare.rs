@@ -6,7 +6,7 @@
 //! Equality never fails on a type difference (it is `false`); an order between values that have
 //! none (different types, maps, NaN, functions) is a TypeError naming both.
 
-use super::equal::{seq_items, MapLike};
+use super::items::{Entries, Seq};
 use super::{addr, class_of, text_of, Class, Depth, FieldCache, OnPath};
 use crate::abi::*;
 use crate::any::AnyView;
@@ -185,12 +185,12 @@ impl Comparer {
     }
 
     fn seq(&mut self, l: &AnyView<'_>, r: &AnyView<'_>) -> Result<Compared> {
-        let (ls, rs) = (seq_items(l)?, seq_items(r)?);
+        let (ls, rs) = (Seq::of(l)?, Seq::of(r)?);
         if !self.ordering && ls.len() != rs.len() {
             return Ok(Compared::Different);
         }
-        for (a, b) in ls.iter().zip(&rs) {
-            let c = self.any(&a.view(), &b.view())?;
+        for (a, b) in ls.iter().zip(rs.iter()) {
+            let c = self.any(&a, &b)?;
             if c != Compared::Equal {
                 return Ok(c);
             }
@@ -199,15 +199,14 @@ impl Comparer {
     }
 
     fn map(&mut self, l: &AnyView<'_>, r: &AnyView<'_>) -> Result<Compared> {
-        let (lm, rm) = (MapLike::of(l)?, MapLike::of(r)?);
-        let le = lm.entries();
-        let equal = le.len() == rm.entries().len() && {
+        let (lm, rm) = (Entries::of(l)?, Entries::of(r)?);
+        let equal = lm.len() == rm.len() && {
             let mut all = true;
-            for (k, v) in &le {
-                let same = match rm.get(&k.view())? {
+            for (k, v) in lm.iter() {
+                let same = match rm.get(&k)? {
                     Some(x) => {
                         let ordering = core::mem::replace(&mut self.ordering, false);
-                        let c = self.any(&v.view(), &x.view());
+                        let c = self.any(&v, &x.view());
                         self.ordering = ordering;
                         c? == Compared::Equal
                     }

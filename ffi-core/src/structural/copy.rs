@@ -44,18 +44,17 @@ impl Source for Live {
         Ok(match class {
             Class::Array | Class::List => Desc::Seq(
                 class,
-                super::equal::seq_items(&view)?
-                    .into_iter()
-                    .map(|x| self.child(x))
-                    .collect(),
+                super::items::Seq::of(&view)?
+                    .iter()
+                    .map(|x| Ok(self.child(x.to_owned()?)))
+                    .collect::<Result<_>>()?,
             ),
             Class::Map | Class::Dict => Desc::Map(
                 class,
-                super::equal::MapLike::of(&view)?
-                    .entries()
-                    .into_iter()
-                    .map(|(k, x)| (self.child(k), self.child(x)))
-                    .collect(),
+                super::items::Entries::of(&view)?
+                    .iter()
+                    .map(|(k, x)| Ok((self.child(k.to_owned()?), self.child(x.to_owned()?))))
+                    .collect::<Result<_>>()?,
             ),
             _ => {
                 let obj = view.as_object().unwrap();

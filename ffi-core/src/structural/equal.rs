@@ -2,13 +2,13 @@
 //! fields compared by the registry's field list (tvm-ffi's `StructuralEqual`). On the way back
 //! up from the first difference it records the steps that lead to it on each side.
 
+use super::items::{same_key, Entries, Seq};
 use super::path::{AccessKind, AccessPath, Then};
 use super::tensor::tensors_equal;
 use super::{addr, class_of, eq_hash_kind, text_of, Class, Depth, FieldCache, OnPath, Options};
 use crate::abi::*;
 use crate::any::{Any, AnyView};
 use crate::error::Result;
-use crate::map::MapKey;
 use crate::reflection::{member_name, read_field, Obj};
 use crate::{ObjectRef, Shape};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -130,24 +130,34 @@ impl Equal {
             }
             _ => {}
         }
-        if let Some(equal) = self.on_path.cycle(al, ar) {
-            return Ok(equal);
+        // A cycle runs through a List, a Dict or an object (Arrays and Maps cannot refer back
+        // to themselves), so only those are tracked; objects found equal are remembered.
+        let tracked = !matches!(class, Class::Array | Class::Map);
+        if tracked {
+            if let Some(equal) = self.on_path.cycle(al, ar) {
+                return Ok(equal);
+            }
         }
         let tree = matches!(
             kind,
             kRFFISEqHashKindTreeNode | kRFFISEqHashKindConstTreeNode
         );
-        if tree && self.proven.contains(&(al, ar)) {
+        let remember = tree && class == Class::Object;
+        if remember && self.proven.contains(&(al, ar)) {
             return Ok(true);
         }
         self.depth.enter()?;
-        self.on_path.push(al, ar, self.depth.level());
+        if tracked {
+            self.on_path.push(al, ar, self.depth.level());
+        }
         let equal = match class {
             Class::Array | Class::List => self.seq(l, r),
             Class::Map | Class::Dict => self.map(l, r),
             _ => self.fields(l, r),
         };
-        self.on_path.pop(al, ar);
+        if tracked {
+            self.on_path.pop(al, ar);
+        }
         self.depth.leave();
         if !equal? {
             return Ok(false);
@@ -155,23 +165,25 @@ impl Equal {
         if kind == kRFFISEqHashKindFreeVar && al != ar && !self.free_vars {
             return Ok(false);
         }
-        if tree {
+        if remember {
             self.keep(l, r);
             self.proven.insert((al, ar));
-        } else if let (Some(lo), Some(ro)) = (l.as_object(), r.as_object()) {
-            self.map_l.insert(al, ro.clone());
-            self.map_r.insert(ar, lo.clone());
+        } else if !tree {
+            if let (Some(lo), Some(ro)) = (l.as_object(), r.as_object()) {
+                self.map_l.insert(al, ro.clone());
+                self.map_r.insert(ar, lo.clone());
+            }
         }
         Ok(true)
     }
 
     fn seq(&mut self, l: &AnyView<'_>, r: &AnyView<'_>) -> Result<bool> {
-        let (ls, rs) = (seq_items(l)?, seq_items(r)?);
+        let (ls, rs) = (Seq::of(l)?, Seq::of(r)?);
         if ls.len() != rs.len() && !self.record {
             return Ok(false);
         }
-        for (i, (a, b)) in ls.iter().zip(&rs).enumerate() {
-            if !self.any(&a.view(), &b.view())? {
+        for i in 0..ls.len().min(rs.len()) {
+            if !self.any(&ls.get(i), &rs.get(i))? {
                 let i = Any::from(i as i64);
                 self.step(
                     (AccessKind::ArrayItem, i.clone()),
@@ -196,47 +208,70 @@ impl Equal {
     }
 
     /// A key of the left map as the right map would have it: a mapped variable becomes its
-    /// counterpart.
-    fn key_to_rhs(&self, k: &Any) -> Any {
-        match self.map_l.get(&addr(&k.view())) {
-            Some(m) if k.type_index() >= kRFFIStaticObjectBegin => Any::from(m.clone()),
-            _ => k.clone(),
+    /// counterpart (`None`: the key itself).
+    fn key_to_rhs(&self, k: &AnyView<'_>) -> Option<Any> {
+        if self.map_l.is_empty() || k.type_index() < kRFFIStaticObjectBegin {
+            return None;
         }
+        self.map_l.get(&addr(k)).map(|m| Any::from(m.clone()))
     }
 
     fn map(&mut self, l: &AnyView<'_>, r: &AnyView<'_>) -> Result<bool> {
-        let (lm, rm) = (MapLike::of(l)?, MapLike::of(r)?);
-        let (le, re) = (lm.entries(), rm.entries());
-        if le.len() != re.len() && !self.record {
+        let (lm, rm) = (Entries::of(l)?, Entries::of(r)?);
+        if lm.len() != rm.len() && !self.record {
             return Ok(false);
         }
-        for (k, v) in &le {
-            let rk = self.key_to_rhs(k);
-            let Some(rv) = rm.get(&rk.view())? else {
-                self.step(
-                    (AccessKind::MapItem, k.clone()),
-                    (AccessKind::MapItemMissing, rk),
-                );
-                return Ok(false);
+        // Maps built alike list their keys in the same order: compare in step while they do,
+        // and look keys up only from the first that differs.
+        let mut in_step = lm.len() == rm.len();
+        for i in 0..lm.len() {
+            let (k, v) = lm.at(i);
+            let mapped = self.key_to_rhs(&k);
+            let rk = mapped.as_ref().map_or(k, Any::view);
+            let found: Option<Any>;
+            let rv = if in_step && same_key(&rk, &rm.at(i).0) {
+                rm.at(i).1
+            } else {
+                in_step = false;
+                found = rm.get(&rk)?;
+                match &found {
+                    Some(x) => x.view(),
+                    None => {
+                        let rk = rk.to_owned()?;
+                        self.step(
+                            (AccessKind::MapItem, k.to_owned()?),
+                            (AccessKind::MapItemMissing, rk),
+                        );
+                        return Ok(false);
+                    }
+                }
             };
-            if !self.any(&v.view(), &rv.view())? {
-                self.step((AccessKind::MapItem, k.clone()), (AccessKind::MapItem, rk));
+            if !self.any(&v, &rv)? {
+                let rk = rk.to_owned()?;
+                self.step(
+                    (AccessKind::MapItem, k.to_owned()?),
+                    (AccessKind::MapItem, rk),
+                );
                 return Ok(false);
             }
         }
-        if le.len() == re.len() {
+        if lm.len() == rm.len() {
             return Ok(true);
         }
         // The right map has a key the left lacks: name it.
-        for (k, _) in &re {
-            let known = le.iter().any(|(lk, _)| {
-                let lk = self.key_to_rhs(lk);
-                same_key(&lk.view(), &k.view())
-            });
+        for (k, _) in rm.iter() {
+            let mut known = false;
+            for (lk, _) in lm.iter() {
+                let mapped = self.key_to_rhs(&lk);
+                if same_key(&mapped.as_ref().map_or(lk, Any::view), &k) {
+                    known = true;
+                    break;
+                }
+            }
             if !known {
                 self.step(
-                    (AccessKind::MapItemMissing, k.clone()),
-                    (AccessKind::MapItem, k.clone()),
+                    (AccessKind::MapItemMissing, k.to_owned()?),
+                    (AccessKind::MapItem, k.to_owned()?),
                 );
                 break;
             }
@@ -292,53 +327,5 @@ pub(crate) fn identical(l: &AnyView<'_>, r: &AnyView<'_>) -> bool {
         (Class::Pod, Class::Pod) => l.type_index() == r.type_index() && pod_equal(l, r),
         (Class::Str, Class::Str) | (Class::Bytes, Class::Bytes) => text_of(l) == text_of(r),
         _ => l.type_index() == r.type_index() && addr(l) == addr(r),
-    }
-}
-
-/// Whether two keys name the same entry of a map.
-fn same_key(a: &AnyView<'_>, b: &AnyView<'_>) -> bool {
-    matches!((MapKey::of(a), MapKey::of(b)), (Ok(x), Ok(y)) if x == y)
-}
-
-/// The items of an Array or List.
-pub(crate) fn seq_items(v: &AnyView<'_>) -> Result<Vec<Any>> {
-    crate::containers::seq_items(v)
-        .map_err(|t| crate::Error::type_error(format!("not a sequence: {t}")))
-}
-
-/// A Map or a Dict, read the same way.
-pub(crate) enum MapLike {
-    Map(crate::Map),
-    Dict(crate::Dict),
-}
-
-impl MapLike {
-    pub(crate) fn of(v: &AnyView<'_>) -> Result<MapLike> {
-        Ok(match v.type_index() {
-            kRFFIDict => MapLike::Dict(v.try_as()?),
-            _ => MapLike::Map(v.try_as()?),
-        })
-    }
-
-    pub(crate) fn entries(&self) -> Vec<(Any, Any)> {
-        match self {
-            MapLike::Map(m) => m
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_owned().unwrap_or_default(),
-                        v.to_owned().unwrap_or_default(),
-                    )
-                })
-                .collect(),
-            MapLike::Dict(d) => d.items(),
-        }
-    }
-
-    pub(crate) fn get(&self, k: &AnyView<'_>) -> Result<Option<Any>> {
-        match self {
-            MapLike::Map(m) => m.get(k)?.map(|v| v.to_owned()).transpose(),
-            MapLike::Dict(d) => d.get(k),
-        }
     }
 }

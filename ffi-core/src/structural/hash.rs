@@ -7,7 +7,7 @@
 //! Free variables and DAG nodes hash by the order they are first met in, so equal graphs built
 //! from different objects hash alike.
 
-use super::equal::{seq_items, MapLike};
+use super::items::{Entries, Seq};
 use super::tensor::tensor_bytes;
 use super::{addr, class_of, eq_hash_kind, text_of, Class, Depth, FieldCache, Options};
 use crate::abi::*;
@@ -205,15 +205,22 @@ impl Hasher {
             }
             _ => {}
         }
-        if let Some(&level) = self.on_path.get(&a) {
-            return Ok(H {
-                h: mix(TAG_CYCLE, u64::from(self.depth.level() - level)),
-                reach: level,
-                stateful: false,
-            });
+        // As in equality: cycles are tracked at Lists, Dicts and objects; objects are cached.
+        let tracked = !matches!(class, Class::Array | Class::Map);
+        let cached = class == Class::Object;
+        if tracked {
+            if let Some(&level) = self.on_path.get(&a) {
+                return Ok(H {
+                    h: mix(TAG_CYCLE, u64::from(self.depth.level() - level)),
+                    reach: level,
+                    stateful: false,
+                });
+            }
         }
-        if let Some(&h) = self.cache.get(&a) {
-            return Ok(H::plain(h));
+        if cached {
+            if let Some(&h) = self.cache.get(&a) {
+                return Ok(H::plain(h));
+            }
         }
         if kind == kRFFISEqHashKindFreeVar && !self.free_vars {
             // A free variable outside a definition: only itself is equal to it.
@@ -230,20 +237,24 @@ impl Hasher {
         };
         self.depth.enter()?;
         let level = self.depth.level();
-        self.on_path.insert(a, level);
+        if tracked {
+            self.on_path.insert(a, level);
+        }
         let inner = match class {
             Class::Array | Class::List => self.seq(v, ti),
             Class::Map | Class::Dict => self.map(v, ti),
             _ => self.fields(v, ti),
         };
-        self.on_path.remove(&a);
+        if tracked {
+            self.on_path.remove(&a);
+        }
         self.depth.leave();
         let mut inner = inner?;
         if let Some(n) = numbered {
             inner.h = mix(mix(TAG_VAR, n), inner.h);
             inner.stateful = true;
         }
-        if !inner.stateful && inner.reach >= level {
+        if cached && !inner.stateful && inner.reach >= level {
             if let Some(o) = v.as_object() {
                 self.keep.push(o.clone());
             }
@@ -266,10 +277,10 @@ impl Hasher {
     }
 
     fn seq(&mut self, v: &AnyView<'_>, ti: i32) -> Result<H> {
-        let items = seq_items(v)?;
+        let items = Seq::of(v)?;
         let mut acc = H::plain(mix(mix(TAG_SEQ, ti as u64), items.len() as u64));
-        for x in &items {
-            let h = self.any(&x.view())?;
+        for x in items.iter() {
+            let h = self.any(&x)?;
             acc = join(acc, h);
         }
         Ok(acc)
@@ -278,12 +289,12 @@ impl Hasher {
     /// Entries in no particular order: each entry's hash is summed, so equal maps built in
     /// another order hash alike.
     fn map(&mut self, v: &AnyView<'_>, ti: i32) -> Result<H> {
-        let entries = MapLike::of(v)?.entries();
+        let entries = Entries::of(v)?;
         let mut acc = H::plain(0);
         let mut sum = 0u64;
-        for (k, x) in &entries {
-            let hk = self.any(&k.view())?;
-            let hv = self.any(&x.view())?;
+        for (k, x) in entries.iter() {
+            let hk = self.any(&k)?;
+            let hv = self.any(&x)?;
             let entry = join(hk, hv);
             sum = sum.wrapping_add(mix(entry.h, 1));
             acc = join(acc, H { h: 0, ..entry });

@@ -7,7 +7,7 @@
 //! (a cycle) is `...`. With a `width`, a part longer than the line is broken over indented
 //! lines, one field or item per line.
 
-use super::equal::{seq_items, MapLike};
+use super::items::{Entries, Seq};
 use super::{addr, class_of, text_of, Class, Depth, FieldCache};
 use crate::abi::*;
 use crate::any::AnyView;
@@ -160,14 +160,14 @@ impl Printer {
     ) -> Result<()> {
         match class {
             Class::Array | Class::List => {
-                for x in seq_items(v)? {
-                    f(self, &x.view())?;
+                for x in Seq::of(v)?.iter() {
+                    f(self, &x)?;
                 }
             }
             Class::Map | Class::Dict => {
-                for (k, x) in MapLike::of(v)?.entries() {
-                    f(self, &k.view())?;
-                    f(self, &x.view())?;
+                for (k, x) in Entries::of(v)?.iter() {
+                    f(self, &k)?;
+                    f(self, &x)?;
                 }
             }
             _ => {
@@ -212,8 +212,8 @@ impl Printer {
         let mut items = Vec::new();
         let (head, tail, tuple) = match class {
             Class::Array | Class::List => {
-                for x in seq_items(v)? {
-                    items.push(self.doc(&x.view())?);
+                for x in Seq::of(v)?.iter() {
+                    items.push(self.doc(&x)?);
                 }
                 if class == Class::Array {
                     ("(".to_owned(), ")", true)
@@ -222,14 +222,11 @@ impl Printer {
                 }
             }
             Class::Map | Class::Dict => {
-                for (k, x) in MapLike::of(v)?.entries() {
-                    let key = self.doc(&k.view())?;
+                for (k, x) in Entries::of(v)?.iter() {
+                    let key = self.doc(&k)?;
                     let mut text = String::new();
                     render(&key, 0, 0, &mut text);
-                    items.push(Doc::Glued(
-                        format!("{text}: "),
-                        Box::new(self.doc(&x.view())?),
-                    ));
+                    items.push(Doc::Glued(format!("{text}: "), Box::new(self.doc(&x)?)));
                 }
                 ("{".to_owned(), "}", false)
             }

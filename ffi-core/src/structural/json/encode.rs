@@ -55,20 +55,20 @@ fn plain(v: &AnyView<'_>, depth: &mut Depth) -> Result<Json> {
         (Class::Array | Class::List | Class::Map | Class::Dict, _) => {
             depth.enter()?;
             let out = if matches!(class, Class::Array | Class::List) {
-                let items = super::super::equal::seq_items(v)?;
+                let items = super::super::items::Seq::of(v)?;
                 Json::Array(
                     items
                         .iter()
-                        .map(|x| plain(&x.view(), depth))
+                        .map(|x| plain(&x, depth))
                         .collect::<Result<_>>()?,
                 )
             } else {
                 let mut kv = Vec::new();
-                for (k, x) in super::super::equal::MapLike::of(v)?.entries() {
+                for (k, x) in super::super::items::Entries::of(v)?.iter() {
                     let key = k.try_as::<String>().map_err(|_| {
                         Error::type_error("to_json_graph_str: metadata map keys must be strings")
                     })?;
-                    kv.push((key, plain(&x.view(), depth)?));
+                    kv.push((key, plain(&x, depth)?));
                 }
                 Json::Object(kv)
             };
@@ -208,23 +208,23 @@ impl Encoder {
                 )
             }
             Class::Array | Class::List => {
-                let items = super::super::equal::seq_items(v)?;
+                let items = super::super::items::Seq::of(v)?;
                 let mut out = Vec::with_capacity(items.len());
                 for (i, x) in items.iter().enumerate() {
                     self.path.push(format!("[{i}]"));
-                    out.push(Json::Int(self.node(&x.view())? as i64));
+                    out.push(Json::Int(self.node(&x)? as i64));
                     self.path.pop();
                 }
                 node(type_name(ti).as_str(), Some(Json::Array(out)))
             }
             Class::Map | Class::Dict => {
-                let entries = super::super::equal::MapLike::of(v)?.entries();
+                let entries = super::super::items::Entries::of(v)?;
                 let mut out = Vec::with_capacity(2 * entries.len());
-                for (k, x) in &entries {
+                for (k, x) in entries.iter() {
                     self.path
-                        .push(format!("[{}]", super::super::repr_print(&k.view(), 0)?));
-                    out.push(Json::Int(self.node(&k.view())? as i64));
-                    out.push(Json::Int(self.node(&x.view())? as i64));
+                        .push(format!("[{}]", super::super::repr_print(&k, 0)?));
+                    out.push(Json::Int(self.node(&k)? as i64));
+                    out.push(Json::Int(self.node(&x)? as i64));
                     self.path.pop();
                 }
                 node(type_name(ti).as_str(), Some(Json::Array(out)))
