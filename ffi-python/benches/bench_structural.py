@@ -5,8 +5,8 @@ per operation, and rffi's time over tvm-ffi's).
 The graph is IR-like: `n` records `{"op": str, "args": [int, int], "attrs": {"alpha": float,
 "name": str}}` in an Array, each side building its own with `convert`.
 
-Run: ffi-python/benches/run_structural.sh [n] (sets up the venv and the library). tvm-ffi is
-optional (its column is left out when missing).
+Run: ffi-python/benches/run.sh bench_structural.py [n] (sets up the venv and the library).
+tvm-ffi is optional (its column is left out when missing).
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ class AccessStep(Object):
     __slots__ = ()
 
     if TYPE_CHECKING:  # installed from the runtime's fields by register_object
+        __rffi_type_key__: str
+        __rffi_type_index__: int
 
         @property
         def kind(self) -> int: ...
@@ -55,7 +57,9 @@ class AccessPath(Object):
 
     __slots__ = ()
 
-    if TYPE_CHECKING:  # installed from the runtime's fields and methods by register_object
+    if TYPE_CHECKING:  # installed from the runtime's fields by register_object
+        __rffi_type_key__: str
+        __rffi_type_index__: int
 
         @property
         def parent(self) -> AccessPath | None: ...
@@ -63,54 +67,49 @@ class AccessPath(Object):
         def step(self) -> AccessStep | None: ...
         @property
         def depth(self) -> int: ...
-        @staticmethod
-        def _root() -> AccessPath: ...
-        def _attr(self, name: str) -> AccessPath: ...
-        def _attr_missing(self, name: str) -> AccessPath: ...
-        def _array_item(self, index: int) -> AccessPath: ...
-        def _array_item_missing(self, index: int) -> AccessPath: ...
-        def _map_item(self, key: Any) -> AccessPath: ...
-        def _map_item_missing(self, key: Any) -> AccessPath: ...
-        def _is_prefix_of(self, other: AccessPath) -> bool: ...
-        def _to_steps(self) -> list[AccessStep]: ...
-        def _path_equal(self, other: AccessPath) -> bool: ...
+
+    # The runtime's methods (`_root`, `_attr`, ...), installed by register_object, are reached
+    # through getattr: they are Functions, not Python functions.
 
     def __init__(self) -> None:
         raise ValueError("AccessPath cannot be made directly: use AccessPath.root()")
 
+    def _call(self, method: str, *args: Any) -> Any:
+        return getattr(self, method)(*args)
+
     @staticmethod
     def root() -> AccessPath:
         """The path of the root itself."""
-        return AccessPath._root()
+        return _ffi("ffi.TypeGetMethod")("ffi.reflection.AccessPath", "_root")()
 
     def attr(self, name: str) -> AccessPath:
-        return self._attr(name)
+        return self._call("_attr", name)
 
     def attr_missing(self, name: str) -> AccessPath:
-        return self._attr_missing(name)
+        return self._call("_attr_missing", name)
 
     def array_item(self, index: int) -> AccessPath:
-        return self._array_item(index)
+        return self._call("_array_item", index)
 
     def array_item_missing(self, index: int) -> AccessPath:
-        return self._array_item_missing(index)
+        return self._call("_array_item_missing", index)
 
     def map_item(self, key: Any) -> AccessPath:
-        return self._map_item(key)
+        return self._call("_map_item", key)
 
     def map_item_missing(self, key: Any) -> AccessPath:
-        return self._map_item_missing(key)
+        return self._call("_map_item_missing", key)
 
     def is_prefix_of(self, other: AccessPath) -> bool:
         """Whether this path is a prefix of (or equal to) ``other``."""
-        return self._is_prefix_of(other)
+        return self._call("_is_prefix_of", other)
 
     def to_steps(self) -> list[AccessStep]:
         """The steps from the root."""
-        return list(self._to_steps())
+        return list(self._call("_to_steps"))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AccessPath) and self._path_equal(other)
+        return isinstance(other, AccessPath) and bool(self._call("_path_equal", other))
 
     def __ne__(self, other: object) -> bool:
         return not self == other

@@ -5,18 +5,30 @@ use crate::abi::*;
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::map::MapKey;
-use crate::{Array, Dict, List, Map};
+use crate::{Array, Dict, List, Map, ObjectRef};
+
+/// `v`'s object as a `T` (a `#[repr(transparent)]` wrapper of `ObjectRef`), borrowed: no count
+/// change, which walks over big graphs would otherwise pay twice per container.
+///
+/// # Safety
+/// `v` must hold an object of `T`'s type index.
+unsafe fn borrowed<'a, T>(v: &'a AnyView<'_>) -> &'a T {
+    let o: &ObjectRef = v.as_object().expect("an object value");
+    // SAFETY: `T` is `#[repr(transparent)]` over `ObjectRef` and the object is a `T` (contract).
+    unsafe { &*(o as *const ObjectRef).cast::<T>() }
+}
 
 /// The items of an Array or a List.
-pub(crate) enum Seq {
-    Array(Array),
+pub(crate) enum Seq<'a> {
+    Array(&'a Array),
     List(Vec<Any>),
 }
 
-impl Seq {
-    pub(crate) fn of(v: &AnyView<'_>) -> Result<Seq> {
+impl<'a> Seq<'a> {
+    pub(crate) fn of(v: &'a AnyView<'_>) -> Result<Seq<'a>> {
         Ok(match v.type_index() {
-            kRFFIArray => Seq::Array(v.try_as()?),
+            // SAFETY: the type index says Array.
+            kRFFIArray => Seq::Array(unsafe { borrowed(v) }),
             kRFFIList => Seq::List(v.try_as::<List>()?.items()),
             _ => {
                 return Err(Error::type_error(format!(
@@ -47,15 +59,16 @@ impl Seq {
 }
 
 /// The entries of a Map or a Dict, in their order.
-pub(crate) enum Entries {
-    Map(Map),
+pub(crate) enum Entries<'a> {
+    Map(&'a Map),
     Dict(Dict, Vec<(Any, Any)>),
 }
 
-impl Entries {
-    pub(crate) fn of(v: &AnyView<'_>) -> Result<Entries> {
+impl<'a> Entries<'a> {
+    pub(crate) fn of(v: &'a AnyView<'_>) -> Result<Entries<'a>> {
         Ok(match v.type_index() {
-            kRFFIMap => Entries::Map(v.try_as()?),
+            // SAFETY: the type index says Map.
+            kRFFIMap => Entries::Map(unsafe { borrowed(v) }),
             kRFFIDict => {
                 let d: Dict = v.try_as()?;
                 let items = d.items();
