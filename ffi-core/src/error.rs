@@ -549,10 +549,10 @@ thread_local! {
     static PANIC_SITE: std::cell::RefCell<Option<Site>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Installs (once) a panic hook that records the panic's location for the error it becomes, then
-/// defers to the hook that was there before (which prints the panic as usual). Knowing whether a
-/// panic happens inside an rffi call would cost a thread-local access on every call, which in a
-/// shared library is a `__tls_get_addr` call on the hot path.
+/// Installs (once) a panic hook that records the panic's location for the error it becomes. A
+/// panic inside a boundary that turns it into an error (`catch_panic`) prints nothing: the error
+/// carries its message and site to whoever handles it. Any other panic goes on to the hook that
+/// was there before, which prints it as usual.
 pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -562,9 +562,20 @@ pub(crate) fn install_panic_hook() {
                 .location()
                 .map(|l| (Cow::Owned(l.file().to_owned()), l.line()));
             let _ = PANIC_SITE.try_with(|s| *s.borrow_mut() = site);
-            previous(info);
+            if !crate::panics::caught_here() {
+                previous(info);
+            }
         }));
     });
+}
+
+/// Runs `f`, turning a panic into a RuntimeError (`Error::from_panic`: the panic's message, and
+/// its site in the traceback). Every rffi boundary that turns panics into errors catches them
+/// this way, and so can code built on rffi: a panic caught here prints nothing, since the error
+/// reports it; a panic anywhere else prints as usual.
+#[inline(always)]
+pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R> {
+    crate::call_depth::catching(f).map_err(Error::from_panic)
 }
 
 impl Error {

@@ -114,6 +114,8 @@ where
 {
     // SAFETY: forwarded contract; the body of the object is a repr(C) RustFunction<F>.
     let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<RustFunction<F>>() };
+    // A plain `catch_unwind`: the panic hook finds this frame on the stack (`panics`), so the
+    // call pays nothing for staying quiet.
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if num_args < 0 || (num_args > 0 && args.is_null()) {
             return Err(CallError::Raised(Error::value_error(
@@ -262,6 +264,7 @@ impl Function {
         F: Fn(&[AnyView<'_>]) -> Result<Any, CallError> + Send + Sync + 'static,
     {
         install_panic_hook();
+        crate::panics::record_catching_frame(rust_call::<F> as *const () as usize);
         alloc_function(RustFunction {
             head: new_head::<RustFunction<F>>(rust_call::<F>, signature),
             f,

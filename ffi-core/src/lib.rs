@@ -105,6 +105,7 @@ mod lifetime_map;
 pub mod map;
 pub mod module;
 pub mod object;
+mod panics;
 pub mod plugin;
 pub mod reflection;
 pub mod schema;

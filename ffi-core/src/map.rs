@@ -71,6 +71,19 @@ impl MapKey {
     }
 }
 
+/// The KeyError for a key a map or dict does not hold. The message names the key as Python's own
+/// KeyError shows one (text quoted, `'name'`; other keys as they print), so every host shows the
+/// same message and Python adds no quotes of its own.
+pub(crate) fn missing_key(key: &AnyView<'_>) -> Error {
+    let raw = key.as_raw();
+    let text = matches!(raw.type_index, kRFFIRawStr | kRFFISmallStr | kRFFIStr);
+    let message = match str_bytes_of(key) {
+        Some(b) if text => format!("'{}'", String::from_utf8_lossy(b).escape_debug()),
+        _ => format!("{key:?}"),
+    };
+    Error::key_error(message)
+}
+
 impl Map {
     /// A map of `(key, value)` pairs in order; a repeated key keeps its first position and takes
     /// the last value, as a Python dict does.
@@ -114,7 +127,7 @@ impl Map {
     pub fn get_item(&self, key: &AnyView<'_>) -> Result<Any> {
         match self.get(key)? {
             Some(v) => v.to_owned(),
-            None => Err(Error::key_error(format!("{key:?}"))),
+            None => Err(missing_key(key)),
         }
     }
 
@@ -179,7 +192,7 @@ mod tests {
         let e = m.get_item(&missing.view()).unwrap_err();
         assert_eq!(
             (e.kind().as_str(), e.message().as_str()),
-            ("KeyError", "nope")
+            ("KeyError", "'nope'")
         );
     }
 

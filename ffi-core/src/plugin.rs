@@ -7,9 +7,8 @@
 //! are the same in every image.
 
 use crate::abi::RFFIHostApi;
-use crate::error::{set_raised, Error, Result};
+use crate::error::{catch_panic, set_raised, Result};
 use crate::function_registry::StaticFunction;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Whether this image forwards to another runtime (`crate::host`).
 pub fn is_plugin() -> bool {
@@ -37,7 +36,7 @@ pub unsafe fn init_from_host(host: *const RFFIHostApi, init: Option<fn() -> Resu
     if !core::ptr::eq(table, crate::capi::host::api()) && crate::host::bind(table).is_err() {
         return -1; // already bound to another runtime
     }
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+    let outcome = catch_panic(|| -> Result<()> {
         crate::reflection::declare_static_types_in_host();
         for s in inventory::iter::<StaticFunction> {
             if !s.builtin {
@@ -48,15 +47,11 @@ pub unsafe fn init_from_host(host: *const RFFIHostApi, init: Option<fn() -> Resu
             Some(f) => f(),
             None => Ok(()),
         }
-    }));
-    match outcome {
-        Ok(Ok(())) => 0,
-        Ok(Err(e)) => {
+    });
+    match outcome.and_then(|r| r) {
+        Ok(()) => 0,
+        Err(e) => {
             set_raised(e);
-            -1
-        }
-        Err(payload) => {
-            set_raised(Error::from_panic(payload));
             -1
         }
     }

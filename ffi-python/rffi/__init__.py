@@ -39,6 +39,7 @@ from ._module import Module, load_module
 from ._object import Object
 from ._object_model import get_registered_type_keys, register_object, type_info
 from ._shape import Shape
+from ._string import Bytes, String
 from ._tensor import Tensor, from_dlpack
 from .session import DFunction, DModule, DRef, ProcessSession, ThreadSession
 
@@ -63,6 +64,9 @@ _LAZY = {
     "method": ("rffi.dataclasses", "method"),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
+    # tvm-ffi's module names, for code written against them.
+    "registry": ("rffi._function_registry", None),
+    "error": ("rffi._error", None),
 }
 
 
@@ -85,6 +89,7 @@ ABI_VERSION = _lib.VERSION
 __all__ = [
     "ABI_VERSION",
     "Array",
+    "Bytes",
     "DLDataTypeCode",
     "DLDeviceType",
     "DFunction",
@@ -102,6 +107,7 @@ __all__ = [
     "Object",
     "ProcessSession",
     "Shape",
+    "String",
     "Tensor",
     "ThreadSession",
     "TypeSchema",

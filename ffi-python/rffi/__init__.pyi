@@ -15,6 +15,7 @@ from collections.abc import (
 )
 from enum import IntEnum
 from os import PathLike
+from types import ModuleType
 from typing import Any, SupportsIndex, TypeVar, overload
 
 from typing_extensions import Self
@@ -33,13 +34,13 @@ from .session import ProcessSession as ProcessSession
 from .session import ThreadSession as ThreadSession
 from .session import _Session
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _E = TypeVar("_E", bound=type[BaseException])
 _O = TypeVar("_O", bound=type[Object])
 
 __all__ = [
     "ABI_VERSION",
     "Array",
+    "Bytes",
     "DFunction",
     "DLDataTypeCode",
     "DLDeviceType",
@@ -57,6 +58,7 @@ __all__ = [
     "Object",
     "ProcessSession",
     "Shape",
+    "String",
     "Tensor",
     "ThreadSession",
     "TypeSchema",
@@ -90,6 +92,9 @@ __all__ = [
 ]
 
 __version__: str
+# tvm-ffi's module names: the registry functions, and the error functions and classes.
+registry: ModuleType
+error: ModuleType
 LIB_PATH: str
 ABI_VERSION: tuple[int, int, int]
 
@@ -133,6 +138,9 @@ class Map(Object, Mapping[Any, Any]):
     def keys(self) -> KeysView[Any]: ...
     def values(self) -> ValuesView[Any]: ...
     def items(self) -> ItemsView[Any, Any]: ...
+
+class String(str): ...
+class Bytes(bytes): ...
 
 class RaySession(_Session):
     """Workers as Ray actors (the optional extra `rffi[ray]`); the interface of ProcessSession."""
@@ -335,12 +343,14 @@ class Module(Object):
 
 @overload
 def register_global_func(
-    func_name: str, f: None = ..., override: bool = ...
-) -> Callable[[_F], _F]: ...
+    func_name: str | None = ..., f: None = ..., override: bool = ...
+) -> Callable[[Callable[..., Any]], Function]: ...
 @overload
-def register_global_func(func_name: str, f: _F, override: bool = ...) -> _F: ...
+def register_global_func(
+    func_name: str, f: Callable[..., Any], override: bool = ...
+) -> Function: ...
 @overload
-def register_global_func(func_name: _F) -> _F: ...
+def register_global_func(func_name: Callable[..., Any]) -> Function: ...
 @overload
 def get_global_func(name: str) -> Function: ...
 @overload

@@ -47,6 +47,7 @@ from ._frame import ARGS, SCRATCH, bytes_address, scratch
 from ._object import Object, wrap_new
 from ._opaque import make_opaque
 from ._shape import I64_MAX, I64_MIN, Shape
+from ._string import Bytes, String
 
 _U64 = 2**64
 
@@ -482,8 +483,10 @@ def write_owned(value, result_ptr: int) -> None:
 
 
 def convert(value):
-    """Converts a Python value to its rffi form and back: lists and tuples become ``Array``, dicts
-    ``Map``, callables ``Function``; plain values come back as themselves."""
+    """Converts a Python value to its rffi form and back, by the table: lists and tuples become
+    ``Array``, dicts ``Map``, callables ``Function``, exceptions ``Error``, DLPack producers
+    ``Tensor``, text and bytes ``String`` and ``Bytes``, dtypes and devices (numpy's, torch's,
+    the protocols') ``dtype`` and ``Device``; other plain values come back as themselves."""
     t = type(value)
     if (TABLE.get(t) or kind_of(t)) == CALLABLE:
         return _callback.function_from_callable(value)
@@ -498,10 +501,12 @@ def convert(value):
         if keep is not None:
             release_temps((keep,))
         w = fr[1][2]
-        return decode_frame_result(fr, w) if w else None
+        result = decode_frame_result(fr, w) if w else None
     finally:
         fr[1][2] = 0
         SCRATCH.append(fr)
+    t = type(result)
+    return String(result) if t is str else Bytes(result) if t is bytes else result
 
 
 # The modules whose objects some setters make; imported last (they import this module).

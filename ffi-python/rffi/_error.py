@@ -6,10 +6,16 @@ as ``exc.__rffi_error__`` and the native frames of its traceback (``  File "<fil
 in <fn>`` lines, most recent first) added after the Python frames as real-looking frames.
 
 Python -> native: an exception raised in a Python callback becomes an Error object (kind = the
-exception's class name, the Python frames in its traceback) raised in the runtime. The exception
-itself waits in a side table keyed by that Error, so when the Error comes back to a Python caller,
-at any depth of nesting, the caller gets the *same* exception object, with the native frames it
-crossed and the callback's frames in its traceback.
+kind its class is registered for, else the class name; the Python frames in its traceback) raised
+in the runtime. The exception itself waits in a side table keyed by that Error, so when the Error
+comes back to a Python caller, at any depth of nesting, the caller gets the *same* exception
+object, with the native frames it crossed and the callback's frames in its traceback. An
+exception that came from native code keeps its Error (``exc.__rffi_error__``), which gets the
+Python frames it crossed since appended; a class may also define ``__rffi_error__(self)`` to make
+the Error its exceptions stand for.
+
+Kinds and classes map both ways through one table, filled by ``register_error`` (the built-in
+kinds at import, user kinds by the same call).
 """
 
 from __future__ import annotations
@@ -28,31 +34,21 @@ _string_at = getattr(ctypes, "_string_at", ctypes.string_at)  # without the Pyth
 _byref = ctypes.byref
 _unpack_cell = struct.Struct("<QQQQ").unpack
 
-_KIND_TO_CLASS = {
-    name: getattr(builtins, name)
-    for name in (
-        "ValueError",
-        "TypeError",
-        "KeyError",
-        "IndexError",
-        "AttributeError",
-        "RuntimeError",
-        "NotImplementedError",
-        "MemoryError",
-        "AssertionError",
-        "RecursionError",
-    )
-}
-_CLASS_TO_KIND = {cls: kind for kind, cls in _KIND_TO_CLASS.items()}
+# Kind -> the class raised for it; class -> the kind it is raised as in the runtime.
+_KIND_TO_CLASS: dict = {}
+_CLASS_TO_KIND: dict = {}
 
 
 def register_error(kind=None, cls=None):
-    """Maps an error kind to an exception class (both ways), as a decorator or a call:
-
-    ``@rffi.register_error`` (kind = the class name), ``@rffi.register_error("MyKind")`` or
-    ``rffi.register_error("MyKind", MyError)``."""
+    """Maps an error kind to an exception class, both ways: runtime errors of ``kind`` are raised
+    in Python as ``cls``, and ``cls`` exceptions (not its subclasses) cross into the runtime as
+    ``kind``. As a decorator or a call: ``@rffi.register_error`` (kind = the class name),
+    ``@rffi.register_error("MyKind")`` or ``rffi.register_error("MyKind", MyError)``. A later
+    registration of the same kind replaces the class raised for it."""
     if isinstance(kind, type) and cls is None:
         kind, cls = kind.__name__, kind
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"register_error: the kind must be a str, got {type(kind).__name__}")
 
     def register(c):
         if not (isinstance(c, type) and issubclass(c, BaseException)):
@@ -63,6 +59,38 @@ def register_error(kind=None, cls=None):
         return c
 
     return register(cls) if cls is not None else register
+
+
+class _KeyError(KeyError):
+    """The KeyError raised for runtime errors of that kind. Python's KeyError shows the repr of its
+    argument (``KeyError: "key 'a' not found"``); the runtime's message is already what should be
+    shown, so ``str()`` is the message itself. It presents itself as the built-in class in
+    tracebacks (``KeyError: key 'a' not found``) and pickles as one."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+    def __reduce__(self):
+        return (KeyError, self.args)
+
+
+_KeyError.__name__ = _KeyError.__qualname__ = "KeyError"
+_KeyError.__module__ = "builtins"
+
+for _kind in (
+    "ValueError",
+    "TypeError",
+    "IndexError",
+    "AttributeError",
+    "RuntimeError",
+    "NotImplementedError",
+    "MemoryError",
+    "AssertionError",
+    "RecursionError",
+):
+    register_error(_kind, getattr(builtins, _kind))
+register_error("KeyError", KeyError)
+register_error("KeyError", _KeyError)  # raised for the kind; both classes cross as KeyError
 
 
 class Error(Object):
@@ -269,33 +297,57 @@ def _append_backtrace(handle: int, text: bytes) -> bool:
     return True
 
 
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return str(exc.args[0])  # str(KeyError('k')) is "'k'": the key, not a message
+    return str(exc)
+
+
+def _error_of(exc: BaseException, tb) -> Error:
+    """The Error ``exc`` stands for, with the Python frames of ``tb`` in its backtrace, recorded
+    as ``exc.__rffi_error__``:
+
+    - the Error it came from (native code raised it, or it crossed before): the same object,
+      whose identity crosses every layer, with the frames added since appended;
+    - else the one its class's ``__rffi_error__(self)`` hook makes, with all of ``tb``'s frames;
+    - else a new Error of the kind registered for its class (its class name otherwise).
+    """
+    err = exc.__dict__.get("__rffi_error__") if hasattr(exc, "__dict__") else None
+    if isinstance(err, Error) and err._h:
+        stop = getattr(err, "_tb_mark", None)
+        text = _format_frames(tb, stop).encode("utf-8", "replace")
+        if _append_backtrace(err._h, text):
+            # Frames later prepended to the traceback are the next ones to append.
+            err._tb_mark = exc.__traceback__
+            return err
+    hook = getattr(type(exc), "__rffi_error__", None)
+    if callable(hook):
+        err = hook(exc)
+        if not isinstance(err, Error) or not err._h:
+            raise TypeError(
+                f"{type(exc).__name__}.__rffi_error__() must return an rffi.Error, "
+                f"got {type(err).__name__}"
+            )
+        _append_backtrace(err._h, _format_frames(tb, None).encode("utf-8", "replace"))
+    else:
+        kind = _CLASS_TO_KIND.get(type(exc)) or type(exc).__name__
+        err = wrap_new(
+            Error, _create_error(kind, _message(exc), _format_frames(tb, None)), _lib.kError
+        )
+    err._tb_mark = exc.__traceback__
+    exc.__rffi_error__ = err
+    return err
+
+
 def set_raised_from_python(exc: BaseException) -> None:
     """Raises ``exc`` in the runtime as an Error (called by the callback trampoline, whose frame is
     the first entry of ``exc.__traceback__``)."""
     tb = exc.__traceback__
     if tb is not None and tb.tb_frame.f_code is _TRAMPOLINE_CODE[0]:
         tb = tb.tb_next
-    err = getattr(exc, "__rffi_error__", None)
-    handle = 0
-    if isinstance(err, Error) and err._h:
-        # It came from native code before: keep the same Error (its identity crosses every
-        # layer) and append the Python frames added since it came back.
-        handle = err._h
-        stop = getattr(err, "_tb_mark", None)
-        err._tb_mark = None
-        text = _format_frames(tb, stop).encode("utf-8", "replace")
-        if not _append_backtrace(handle, text):
-            handle = 0
-    if not handle:
-        kind = _CLASS_TO_KIND.get(type(exc)) or type(exc).__name__
-        message = str(exc)
-        if isinstance(exc, KeyError) and len(exc.args) == 1:
-            message = str(exc.args[0])  # str(KeyError('k')) is "'k'"
-        err = wrap_new(Error, _create_error(kind, message, _format_frames(tb, None)), _lib.kError)
-        exc.__rffi_error__ = err
-        handle = err._h
+    handle = _error_of(exc, tb)._h
     recorded = len(_backtrace_bytes(handle))
-    _PY_ERRORS[handle] = (err, exc, recorded)
+    _PY_ERRORS[handle] = (exc.__rffi_error__, exc, recorded)
     if len(_PY_ERRORS) >= _PY_ERRORS_SWEEP_AT:
         _sweep()
     _lib.ErrorSetRaised(handle)
@@ -330,11 +382,6 @@ def conversion_failed(e: BaseException) -> None:
 
 
 def error_from_exception(exc: BaseException) -> Error:
-    """The Error object for a Python exception (the one it came from, if any)."""
-    err = getattr(exc, "__rffi_error__", None)
-    if isinstance(err, Error) and err._h:
-        return err
-    kind = _CLASS_TO_KIND.get(type(exc)) or type(exc).__name__
-    err = Error(kind, str(exc), _format_frames(exc.__traceback__, None))
-    exc.__rffi_error__ = err
-    return err
+    """The Error for a Python exception passed as a value (``rffi.convert(e)``, an argument): the
+    one it came from, with the Python frames it crossed since appended, else a new one."""
+    return _error_of(exc, exc.__traceback__)

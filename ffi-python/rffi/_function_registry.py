@@ -37,29 +37,33 @@ def get_global_func(name: str, allow_missing: bool = False):
     return wrap_function(out.value, name)
 
 
-def register_global_func(func_name, f=None, override: bool = False):
-    """Registers ``f`` (a Python callable or a Function) as the global ``func_name``; with no ``f``,
-    a decorator. Returns ``f``. An existing name is a KeyError unless ``override``."""
+def register_global_func(func_name=None, f=None, override: bool = False):
+    """Registers ``f`` (a Python callable or a Function) as the global ``func_name`` and returns
+    the registered ``Function``. An existing name is a KeyError unless ``override``. As a
+    decorator: ``@register_global_func("name")``, ``@register_global_func("name", override=True)``,
+    or bare ``@register_global_func`` (the name is the function's ``__name__``); the decorated
+    name is then the Function."""
     if callable(func_name) and f is None:
         f, func_name = func_name, func_name.__name__
 
     def register(fn):
+        name = func_name if func_name is not None else getattr(fn, "__name__", None)
         if not callable(fn):
             raise TypeError(
-                f"register_global_func({func_name!r}): expected a callable or an rffi.Function, "
+                f"register_global_func({name!r}): expected a callable or an rffi.Function, "
                 f"got {type(fn).__name__}"
             )
         func = fn if isinstance(fn, _CtypesFunction) else function_from_callable(fn)
-        b = _name_bytes(func_name)
+        b = _name_bytes(name)
         if _lib.FunctionSetGlobal(_byref(byte_array(b)), func._h, 1 if override else 0):
             raise take_raised_exception()
         if func._name is None or not isinstance(fn, _CtypesFunction):
-            func._name = func_name
+            func._name = name
         if not isinstance(fn, _CtypesFunction):
             from ._schema import record_python_function
 
-            record_python_function(func_name, fn)
-        return fn
+            record_python_function(name, fn)
+        return func
 
     return register(f) if f is not None else register
 

@@ -216,6 +216,37 @@ def test_results_of_each_kind(testing):
     assert echo(abs)(-3) == 3
 
 
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_convert_gives_what_a_call_gives(kind, testing):
+    for v in SAMPLES[kind]:
+        converted, echoed = rffi.convert(v), testing.echo(v)
+        assert _plain(converted) == _plain(echoed), v
+        if isinstance(echoed, str) and not isinstance(echoed, rffi.dtype):
+            assert type(converted) is rffi.String  # text comes back as the runtime's String
+        elif isinstance(echoed, bytes):
+            assert type(converted) is rffi.Bytes
+        else:
+            assert type(converted) is type(echoed), v
+
+
+def test_protocols_are_honoured_wherever_values_are_taken(testing):
+    # Call arguments (above), and container items, map keys and values, callback results, and
+    # rffi.convert: all through the one table.
+    t = rffi.from_dlpack(np.arange(3, dtype=np.int32))
+    wraps = offering("__tvm_ffi_object__")(t)
+    stands = offering("__rffi_value__")([1, offering("__rffi_int__")(2)])
+    arr = rffi.Array([wraps, stands, np.arange(2)])
+    assert arr[0].same_as(t) and list(arr[1]) == [1, 2] and isinstance(arr[2], rffi.Tensor)
+    m = rffi.Map({offering("__rffi_value__")("key"): wraps})
+    assert m["key"].same_as(t)
+    lst = rffi.List([])
+    lst.append(offering("__dlpack_device__")((2, 1)))
+    assert lst[0] == rffi.device("cuda:1")
+    assert testing.apply(lambda: wraps).same_as(t)
+    assert testing.apply(lambda: offering("__dlpack_data_type__")((0, 8, 1))) == "int8"
+    assert rffi.convert(wraps).same_as(t) and list(rffi.convert(stands)) == [1, 2]
+
+
 @pytest.mark.parametrize("value, exc", REFUSED)
 def test_both_paths_refuse_the_same_values(value, exc, testing):
     with pytest.raises(exc):

@@ -3,6 +3,7 @@
 import ctypes
 import enum
 import math
+import pickle
 
 import pytest
 
@@ -191,6 +192,32 @@ def test_convert(testing):
     assert isinstance(m, rffi.Map) and m["k"] == "v"
     f = rffi.convert(lambda a, b: a + b)
     assert isinstance(f, rffi.Function) and f(1, 2) == 3
+
+
+@pytest.mark.parametrize("text", ["", "short", "a heap string of some length", "nul\x00in it"])
+def test_string_is_a_str(text, testing):
+    s = rffi.convert(text)
+    assert type(s) is rffi.String and isinstance(s, str)
+    assert s == text and text == s and hash(s) == hash(text) and {text: 1}[s] == 1
+    assert str(s) == text and type(str(s)) is str and repr(s) == repr(text)
+    assert f"{s}|{s!r}|{s:>40}" == f"{text}|{text!r}|{text:>40}"
+    assert s + "!" == text + "!" and s[1:] == text[1:] and len(s) == len(text)
+    assert testing.echo(s) == text and rffi.String(text) == s
+    back = pickle.loads(pickle.dumps(s))
+    assert type(back) is rffi.String and back == text
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", b"heap bytes of some length", b"\x00\xff" * 8])
+def test_bytes_is_a_bytes(data, testing):
+    for source in (data, bytearray(data), memoryview(data)):
+        b = rffi.convert(source)
+        assert type(b) is rffi.Bytes and isinstance(b, bytes) and b == data
+    assert hash(b) == hash(data) and {data: 1}[b] == 1 and b"x" + b == b"x" + data
+    assert repr(b) == repr(data) and f"{b!r}" == f"{data!r}" and bytes(b) == data
+    assert b[1:] == data[1:] and b.hex() == data.hex()
+    assert testing.echo(b) == data and rffi.Bytes(data) == b
+    back = pickle.loads(pickle.dumps(b))
+    assert type(back) is rffi.Bytes and back == data
 
 
 def test_array_sequence_protocol():

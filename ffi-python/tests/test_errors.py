@@ -2,6 +2,9 @@
 callbacks."""
 
 import gc
+import pickle
+import subprocess
+import sys
 import traceback
 
 import pytest
@@ -29,7 +32,9 @@ def test_kind_maps_to_builtin_exception(testing, kind):
     )
     with pytest.raises(cls) as info:
         testing.raise_error(kind, "error XYZ")
-    assert type(info.value) is cls
+    # KeyError's own class, whose str() is the message (see test_key_error_message_is_shown_once).
+    assert type(info.value) is cls or (kind == "KeyError" and type(info.value).__base__ is cls)
+    assert str(info.value) == "error XYZ"
     err = info.value.__rffi_error__
     assert isinstance(err, rffi.Error)
     assert err.kind == kind and err.message == "error XYZ"
@@ -74,6 +79,129 @@ def test_native_frame_follows_python_frames(testing):
 def test_panic_becomes_runtime_error(testing):
     with pytest.raises(RuntimeError, match="panic: boom"):
         testing.panic("boom")
+
+
+def test_caught_panics_print_nothing():
+    # The runtime turns the panic into the RuntimeError: nothing reaches stderr (in a process of
+    # its own, whose stderr is the evidence).
+    code = (
+        "import rffi\n"
+        "for k in range(3):\n"
+        "    try:\n"
+        "        rffi.get_global_func('testing.panic')(f'boom {k}')\n"
+        "    except RuntimeError as e:\n"
+        "        assert f'boom {k}' in str(e)\n"
+        "print('done')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout == "done\n", out.stderr
+    assert out.stderr == ""
+
+
+def test_key_error_message_is_shown_once(testing):
+    # Python's KeyError shows the repr of its argument; the runtime's message is shown as is.
+    with pytest.raises(KeyError) as info:
+        testing.raise_error("KeyError", "no entry 'a' here")
+    e = info.value
+    assert str(e) == "no entry 'a' here" and e.__rffi_error__.message == "no entry 'a' here"
+    assert traceback.format_exception_only(type(e), e) == ["KeyError: no entry 'a' here\n"]
+    assert isinstance(e, KeyError) and type(pickle.loads(pickle.dumps(e))) is KeyError
+    # A missing key names the key once, as a dict's KeyError does.
+    for container in (rffi.Map({"a": 1}), rffi.Dict({"a": 1})):
+        with pytest.raises(KeyError) as info:
+            container["missing"]
+        assert str(info.value) == "'missing'"
+        with pytest.raises(KeyError) as info:
+            container[7]
+        assert str(info.value) == "7"
+    with pytest.raises(KeyError) as info:
+        rffi.remove_global_func("pytest.never.registered")
+    assert not str(info.value).startswith(('"', "'")), str(info.value)
+    # A Python KeyError crossing into the runtime carries its key, not the key's repr.
+    assert rffi.convert(KeyError("k")).message == "k"
+
+
+def test_converting_an_exception_appends_the_frames_it_crossed(testing):
+    def raise_native():
+        testing.raise_error("ValueError", "error XYZ")
+
+    try:
+        raise_native()
+    except ValueError as e:
+        err = e.__rffi_error__
+        assert "raise_native" not in err.backtrace
+        converted = rffi.convert(e)
+        assert converted.same_as(err) and converted.backtrace.count("raise_native") == 1
+        passed = testing.echo(e)  # as an argument: the same Error, no frame twice
+        assert passed.same_as(err) and passed.backtrace.count("raise_native") == 1
+
+    def raise_python():
+        raise IndexError("from python")
+
+    try:
+        raise_python()
+    except IndexError as e:
+        err = rffi.convert(e)
+        assert err.kind == "IndexError" and err.message == "from python"
+        assert "raise_python" in err.backtrace and rffi.convert(e).same_as(err)
+
+
+def test_register_error_maps_both_ways(testing):
+    @rffi.register_error
+    class PytestDecorated(Exception):
+        pass
+
+    @rffi.register_error("PytestNamedKind")
+    class PytestNamed(ValueError):
+        pass
+
+    for cls, kind in ((PytestDecorated, "PytestDecorated"), (PytestNamed, "PytestNamedKind")):
+        with pytest.raises(cls, match="native"):
+            testing.raise_error(kind, "native")
+        assert rffi.convert(cls("python")).kind == kind
+
+        def callback(cls=cls):
+            raise cls("from a callback")
+
+        with pytest.raises(cls) as info:
+            testing.apply(callback)
+        assert info.value.__rffi_error__.kind == kind
+        assert rffi.Error(kind, "made").py_error().__class__ is cls
+    # The built-in kinds are in the same table.
+    assert rffi.convert(ValueError("v")).kind == "ValueError"
+    with pytest.raises(TypeError, match="exception class"):
+        rffi.register_error("NotAClass", int)
+    with pytest.raises(TypeError, match="the kind must be a str"):
+        rffi.register_error(3, ValueError)
+    assert rffi.error.register_error is rffi.register_error  # tvm-ffi's module name
+
+
+def test_an_exception_class_can_make_its_error(testing):
+    class QuotaExceeded(Exception):
+        def __init__(self, used):
+            super().__init__(f"used {used}")
+            self.used = used
+
+        def __rffi_error__(self):
+            return rffi.Error("ValueError", f"quota exceeded: {self.used} units")
+
+    err = rffi.convert(QuotaExceeded(5))
+    assert (err.kind, err.message) == ("ValueError", "quota exceeded: 5 units")
+
+    def over_quota():
+        raise QuotaExceeded(7)
+
+    with pytest.raises(QuotaExceeded) as info:  # the same exception comes back
+        testing.apply(over_quota)
+    err = info.value.__rffi_error__
+    assert err.message == "quota exceeded: 7 units" and "over_quota" in err.backtrace
+
+    class Broken(Exception):
+        def __rffi_error__(self):
+            return "not an Error"
+
+    with pytest.raises(TypeError, match="must return an rffi.Error"):
+        rffi.convert(Broken())
 
 
 def test_python_exception_comes_back_as_the_same_object(testing):

@@ -25,9 +25,9 @@ def test_register_call_list_remove(testing):
         return x * x
 
     try:
-        assert square(3) == 9  # the decorator gives back the Python function
+        assert square(3) == 9
         f = rffi.get_global_func("pytest.square")
-        assert isinstance(f, rffi.Function)
+        assert isinstance(f, rffi.Function) and square.same_as(f)  # the decorator gives it
         assert f(7) == 49
         assert testing.apply(f, 5) == 25
         assert "pytest.square" in rffi.list_global_func_names()
@@ -47,15 +47,64 @@ def test_register_forms():
     def named(x):
         return x + 100
 
-    rffi.register_global_func(named)  # bare function: registered under its __name__
-    rffi.register_global_func("pytest.plain", lambda: "plain")
-    rffi.register_global_func("pytest.fn", rffi.get_global_func("testing.add_one"))
+    add_one = rffi.get_global_func("testing.add_one")
+    made = [
+        rffi.register_global_func(named),  # bare function: registered under its __name__
+        rffi.register_global_func("pytest.plain", lambda: "plain"),
+        rffi.register_global_func("pytest.fn", add_one),
+    ]
     try:
+        # Every form gives back the registered Function (a Function given is itself).
+        for name, f in zip(("named", "pytest.plain", "pytest.fn"), made):
+            assert isinstance(f, rffi.Function) and f.same_as(rffi.get_global_func(name))
+        assert made[2] is add_one
         assert rffi.get_global_func("named")(1) == 101
         assert rffi.get_global_func("pytest.plain")() == "plain"
         assert rffi.get_global_func("pytest.fn")(1) == 2
     finally:
         for name in ("named", "pytest.plain", "pytest.fn"):
+            rffi.remove_global_func(name)
+
+
+def test_decorator_forms(testing):
+    @rffi.register_global_func
+    def pytest_bare(x):
+        return x * 2
+
+    @rffi.register_global_func("pytest.deco")
+    def deco(x):
+        return x + 1
+
+    try:
+        cases = (("pytest_bare", pytest_bare, 4, 8), ("pytest.deco", deco, 1, 2))
+        for name, f, arg, result in cases:
+            assert isinstance(f, rffi.Function) and f.same_as(rffi.get_global_func(name))
+            assert f(arg) == result and testing.apply(f, arg) == result
+
+        with pytest.raises(KeyError, match="already registered"):
+
+            @rffi.register_global_func("pytest.deco")
+            def clash(x):
+                return x
+
+        @rffi.register_global_func("pytest.deco", override=True)
+        def deco2(x):
+            return x + 2
+
+        assert deco2.same_as(rffi.get_global_func("pytest.deco")) and deco(1) == 2
+
+        # override= without a name: the function's own name, the decorator reusable.
+        again = rffi.register_global_func(override=True)
+
+        @again
+        def pytest_bare(x):  # noqa: F811
+            return x * 3
+
+        assert rffi.get_global_func("pytest_bare")(4) == 12
+        # tvm-ffi's module name for the registry functions.
+        assert "pytest.deco" in rffi.registry.list_global_func_names()
+    finally:
+        for name in ("pytest_bare", "pytest.deco"):
             rffi.remove_global_func(name)
 
 

@@ -124,6 +124,11 @@ def test_tensors_both_ways_through_worker_0(sess):
     with pytest.raises(ValueError, match="has 12 bytes but .* has 48") as e:
         sess.copy_to_worker_0(np.zeros(3, dtype="float32"), t)
     assert e.value.rank == 0
+    with pytest.raises(ValueError, match="has 8 bytes but .* has 48"):
+        sess.copy_from_worker_0(np.zeros(2, dtype="float32"), t)
+    # Neither failure left the connection out of step.
+    sess.copy_from_worker_0(out, t)
+    np.testing.assert_array_equal(out, host * 2)
     sess.sync()
 
 

@@ -129,3 +129,48 @@ def test_session_load_params(weights, kind):
 def test_no_progress_bar_off_a_terminal(weights, capfd):
     rffi.shard.load_local(weights, plan(2), 0, 2, progress=True)
     assert capfd.readouterr().err == ""
+
+
+def _stderr_on_a_terminal(code: str) -> str:
+    """What a Python child writes to stderr when stderr is a terminal (a pseudo-terminal here)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([sys.executable, "-c", code], stderr=slave, stdout=subprocess.DEVNULL)
+        os.close(slave)
+        slave = None
+        out = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert p.wait(timeout=60) == 0, out
+        return out.decode(errors="replace")
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_progress_bar_on_a_terminal_unless_turned_off(weights, progress):
+    err = _stderr_on_a_terminal(
+        "import rffi\n"
+        f"rffi.shard.load_local({str(weights)!r}, {plan(2)!r}, 0, 2, progress={progress})\n"
+    )
+    if progress:
+        assert "loading parameters: 3/3" in err and " MB)" in err, err
+    else:
+        assert err == "", err

@@ -78,15 +78,17 @@ pub enum Command {
         nbytes: u64,
         to_worker: bool,
     },
-    /// Worker 0 in another process (perhaps on another host): writes `data` into the tensor in
-    /// `reg`. Answered with `Done`.
+    /// Worker 0 in another process (perhaps on another host): the next frame holds `nbytes`
+    /// bytes, raw, for the tensor in `reg`. Answered with `Done`. (The bytes go in a frame of
+    /// their own so that neither side copies them into or out of an encoded frame.)
     CopyIn {
         seq: u64,
         reg: Reg,
-        data: Vec<u8>,
+        nbytes: u64,
     },
-    /// Worker 0 in another process: answered with `Fetched` holding the bytes of the tensor in
-    /// `reg` (`nbytes` of them: the controller's host array, checked by the worker).
+    /// Worker 0 in another process: answered with `Fetched` holding `Int(nbytes)`, then a frame
+    /// of the tensor's `nbytes` bytes, raw (or with `Fetched` holding the failure, and nothing
+    /// after it). `nbytes` is the controller's host array's size, checked by the worker.
     CopyOut {
         seq: u64,
         reg: Reg,
@@ -232,11 +234,11 @@ impl Command {
                 w.u64(*nbytes);
                 w.u8(*to_worker as u8);
             }
-            Command::CopyIn { seq, reg, data } => {
+            Command::CopyIn { seq, reg, nbytes } => {
                 w.u8(C_COPY_IN);
                 w.u64(*seq);
                 w.u64(*reg);
-                w.bytes(data);
+                w.u64(*nbytes);
             }
             Command::CopyOut { seq, reg, nbytes } => {
                 w.u8(C_COPY_OUT);
@@ -331,7 +333,7 @@ impl Command {
             C_COPY_IN => Command::CopyIn {
                 seq: r.u64()?,
                 reg: r.u64()?,
-                data: r.bytes()?.to_vec(),
+                nbytes: r.u64()?,
             },
             C_COPY_OUT => Command::CopyOut {
                 seq: r.u64()?,
@@ -451,7 +453,7 @@ mod tests {
             Command::CopyIn {
                 seq: 12,
                 reg: 5,
-                data: vec![1, 2, 3],
+                nbytes: 3,
             },
             Command::CopyOut {
                 seq: 13,

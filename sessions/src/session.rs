@@ -72,6 +72,19 @@ impl SocketSession {
 /// The most tensor bytes one call carries inline (a frame also holds the command around them).
 const INLINE_MAX: usize = MAX_FRAME - (1 << 20);
 
+/// `n` host bytes as the length of a frame of their own, if one can carry them.
+fn frame_len(n: u64, what: &str) -> Result<usize> {
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_FRAME)
+        .ok_or_else(|| {
+            Error::value_error(format!(
+                "{what}: {n} bytes are more than a session frame carries to or from a worker on \
+                 another host ({MAX_FRAME})"
+            ))
+        })
+}
+
 /// Broadcasts a call of `f` with `args` (DRef objects among them become register references).
 pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Result<DRef> {
     if !Arc::ptr_eq(f.controller(), ctl) {
@@ -190,7 +203,14 @@ impl Session {
     pub fn copy_to_worker_0(&self, host: &Tensor, dst: &DRef) -> Result<()> {
         let (addr, n) = self.check_host(host, dst, "copy_to_worker_0")?;
         if self.ctl.inline_data() {
-            let data = shm_tensor::bytes_of(host, INLINE_MAX)?;
+            let n = frame_len(n, "copy_to_worker_0")?;
+            let data = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `host` is a contiguous CPU array of `n` bytes, borrowed for the whole
+                // call, which waits for the copy.
+                unsafe { std::slice::from_raw_parts(addr as *const u8, n) }
+            };
             return self.ctl.copy_in(dst.register(), data);
         }
         // SAFETY: `host` is borrowed for the whole call, which waits for the copy.
@@ -206,18 +226,13 @@ impl Session {
             ));
         }
         if self.ctl.inline_data() {
-            if n as usize > INLINE_MAX {
-                return Err(Error::value_error(format!(
-                    "copy_from_worker_0: {n} bytes are more than a session frame carries from a \
-                     worker on another host ({INLINE_MAX})"
-                )));
-            }
+            let n = frame_len(n, "copy_from_worker_0")?;
             let out = if n == 0 {
                 &mut [][..]
             } else {
                 // SAFETY: `host` is a writable contiguous CPU array of `n` bytes, borrowed for
-                // the whole call.
-                unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n as usize) }
+                // the whole call, and nothing else reads or writes it meanwhile.
+                unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) }
             };
             return self.ctl.copy_out(src.register(), out);
         }

@@ -15,12 +15,18 @@ use std::time::{Duration, Instant};
 /// The kernel's limit of descriptors in one message (`SCM_MAX_FD`).
 const FDS_PER_MSG: usize = 253;
 const HEADER: usize = 8;
+/// Frames at least this large (a host tensor's bytes for a worker on another host) are sent
+/// without a staging copy and read straight into a buffer of their own size; smaller ones share
+/// one read buffer, so a burst of pipelined commands costs one read.
+const LARGE_FRAME: usize = 256 * 1024;
 
 struct Incoming {
     buf: Vec<u8>,
     fds: VecDeque<OwnedFd>,
     /// Room for the control message of one read.
     control: Vec<u64>,
+    /// A large frame being read into its own buffer: its bytes so far, length and descriptors.
+    large: Option<(Vec<u8>, usize, usize)>,
 }
 
 /// A stream socket carrying frames with descriptors.
@@ -50,6 +56,7 @@ impl SocketLink {
                 buf: Vec::new(),
                 fds: VecDeque::new(),
                 control: cmsg_buffer(FDS_PER_MSG),
+                large: None,
             }),
             sending: Mutex::new(()),
         }
@@ -136,12 +143,26 @@ impl SocketLink {
                 return Ok(false);
             }
         }
-        let old = inc.buf.len();
-        inc.buf.reserve(64 * 1024);
+        // Into the large frame in progress (up to its end), else into the shared buffer.
+        let (target, room) = match &mut inc.large {
+            Some((bytes, n, _)) => {
+                let room = *n - bytes.len();
+                (bytes, room)
+            }
+            None => {
+                inc.buf.reserve(64 * 1024);
+                let room = inc.buf.capacity() - inc.buf.len();
+                (&mut inc.buf, room)
+            }
+        };
+        if room == 0 {
+            return Ok(false); // a complete large frame: `take_frame` hands it out
+        }
+        let old = target.len();
         let mut iov = libc::iovec {
-            // SAFETY: pointing at the reserved, uninitialized tail of the buffer.
-            iov_base: unsafe { inc.buf.as_mut_ptr().add(old) }.cast(),
-            iov_len: inc.buf.capacity() - old,
+            // SAFETY: pointing at the uninitialized tail of the target, which has `room` bytes.
+            iov_base: unsafe { target.as_mut_ptr().add(old) }.cast(),
+            iov_len: room,
         };
         // SAFETY: a zeroed msghdr is valid; its pointers are set to live buffers here.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -182,12 +203,25 @@ impl SocketLink {
         if n == 0 {
             return Err(LinkError::Closed);
         }
+        let target = match &mut inc.large {
+            Some((bytes, _, _)) => bytes,
+            None => &mut inc.buf,
+        };
         // SAFETY: the kernel initialized `n` bytes past `old`.
-        unsafe { inc.buf.set_len(old + n as usize) };
+        unsafe { target.set_len(old + n as usize) };
         Ok(true)
     }
 
+    /// The next complete frame, if one has come. A large frame whose start has come moves to a
+    /// buffer of its own size, which `fill` completes.
     fn take_frame(inc: &mut Incoming) -> LinkResult<Option<Frame>> {
+        if let Some((bytes, n, _)) = &inc.large {
+            if bytes.len() < *n {
+                return Ok(None);
+            }
+            let (bytes, _, nfds) = inc.large.take().expect("checked");
+            return Self::with_fds(inc, bytes, nfds).map(Some);
+        }
         if inc.buf.len() < HEADER {
             return Ok(None);
         }
@@ -199,18 +233,40 @@ impl SocketLink {
             )));
         }
         if inc.buf.len() < HEADER + n {
+            if n >= LARGE_FRAME {
+                // The buffer holds this frame's start and nothing after it.
+                let mut bytes = Vec::with_capacity(n);
+                bytes.extend_from_slice(&inc.buf[HEADER..]);
+                inc.buf.clear();
+                inc.buf.shrink_to(64 * 1024);
+                inc.large = Some((bytes, n, nfds));
+            }
             return Ok(None);
         }
+        let bytes = inc.buf[HEADER..HEADER + n].to_vec();
+        inc.buf.drain(..HEADER + n);
+        Self::with_fds(inc, bytes, nfds).map(Some)
+    }
+
+    /// A frame of `bytes` with the `nfds` descriptors that came with it.
+    fn with_fds(inc: &mut Incoming, bytes: Vec<u8>, nfds: usize) -> LinkResult<Frame> {
         if inc.fds.len() < nfds {
             return Err(bad(format!(
                 "a frame announced {nfds} descriptors but {} came with it",
                 inc.fds.len()
             )));
         }
-        let bytes = inc.buf[HEADER..HEADER + n].to_vec();
-        inc.buf.drain(..HEADER + n);
         let fds = inc.fds.drain(..nfds).collect();
-        Ok(Some(Frame { bytes, fds }))
+        Ok(Frame { bytes, fds })
+    }
+
+    /// Sends all of `data`, without descriptors.
+    fn send_all(&self, data: &[u8]) -> LinkResult<()> {
+        let mut sent = 0;
+        while sent < data.len() {
+            sent += self.send_some(&data[sent..], &[])?;
+        }
+        Ok(())
     }
 }
 
@@ -226,11 +282,18 @@ impl Link for SocketLink {
                 ),
             )));
         }
-        let mut data = Vec::with_capacity(HEADER + frame.len());
-        data.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        data.extend_from_slice(&(fds.len() as u32).to_le_bytes());
-        data.extend_from_slice(frame);
+        let mut header = [0u8; HEADER];
+        header[..4].copy_from_slice(&(frame.len() as u32).to_le_bytes());
+        header[4..].copy_from_slice(&(fds.len() as u32).to_le_bytes());
         let _one_at_a_time = self.sending.lock().unwrap_or_else(|e| e.into_inner());
+        if fds.is_empty() && frame.len() >= LARGE_FRAME {
+            // No staging copy of a large frame.
+            self.send_all(&header)?;
+            return self.send_all(frame);
+        }
+        let mut data = Vec::with_capacity(HEADER + frame.len());
+        data.extend_from_slice(&header);
+        data.extend_from_slice(frame);
         let (mut sent, mut fd_at) = (0, 0);
         while sent < data.len() {
             let chunk = &fds[fd_at..(fd_at + FDS_PER_MSG).min(fds.len())];

@@ -10,13 +10,13 @@ use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor;
 use crate::transport::{Link, LinkError};
 use rffi_core::abi::*;
+use rffi_core::error::catch_panic;
 use rffi_core::{
     get_global_func, register_global, Any, Array, DataType, Error, Function, Map, Module, Result,
     Shape, Tensor,
 };
 use std::cell::Cell;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 thread_local! {
     static CURRENT: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
@@ -48,6 +48,13 @@ pub enum Step {
     Continue,
     /// Answer with this reply and the descriptors its values name.
     Reply(Reply, Vec<OwnedFd>),
+    /// Answer with this reply, then a frame of the tensor's bytes (`CopyOut`).
+    ReplyWithBytes(Reply, Tensor),
+    /// `CopyIn`: the bytes for the tensor in `reg` are the next frame (see `copy_in`).
+    ReadBytes {
+        seq: u64,
+        reg: Reg,
+    },
     Shutdown,
 }
 
@@ -178,11 +185,9 @@ impl Worker {
             | Command::Empty { reg, .. } => Some(*reg),
             _ => None,
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(cmd, fds)));
-        let err = match outcome {
-            Ok(Ok(step)) => return step,
-            Ok(Err(e)) => e,
-            Err(payload) => Error::from_panic(payload),
+        let err = match catch_panic(|| self.run(cmd, fds)).and_then(|r| r) {
+            Ok(step) => return step,
+            Err(e) => e,
         };
         // The result register of a failed command is cleared, so a later use of it names the
         // failure instead of reading a stale value.
@@ -282,36 +287,48 @@ impl Worker {
                 let r = self.copy(reg, addr, nbytes, to_worker);
                 return Ok(self.copy_done(seq, r, to_worker));
             }
-            Command::CopyIn { seq, reg, data } => {
-                let r = self.host_copy_tensor(reg, data.len() as u64).map(|t| {
-                    if !data.is_empty() {
-                        // SAFETY: the tensor is contiguous, on the CPU, and `data.len()` bytes
-                        // long (checked); the two buffers never overlap.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                data.as_ptr(),
-                                t.element_ptr().cast::<u8>(),
-                                data.len(),
-                            )
-                        }
-                    }
-                });
-                return Ok(self.copy_done(seq, r, true));
-            }
+            Command::CopyIn { seq, reg, .. } => return Ok(Step::ReadBytes { seq, reg }),
             Command::CopyOut { seq, reg, nbytes } => {
+                let failed = |e: Error| WireError::from_error(&e, "", "copy_from_worker_0");
                 let result = match self.pending.take() {
                     Some(e) => Err(e),
-                    None => self
-                        .host_copy_tensor(reg, nbytes)
-                        .and_then(|t| crate::shm_tensor::bytes_of(&t, usize::MAX))
-                        .map(Value::Bytes)
-                        .map_err(|e| WireError::from_error(&e, "", "copy_from_worker_0")),
+                    None => self.host_copy_tensor(reg, nbytes).map_err(failed),
                 };
-                return Ok(Step::Reply(Reply::Fetched { seq, result }, Vec::new()));
+                return Ok(match result {
+                    Ok(t) => {
+                        let result = Ok(Value::Int(nbytes as i64));
+                        Step::ReplyWithBytes(Reply::Fetched { seq, result }, t)
+                    }
+                    Err(e) => Step::Reply(
+                        Reply::Fetched {
+                            seq,
+                            result: Err(e),
+                        },
+                        Vec::new(),
+                    ),
+                });
             }
             Command::Shutdown => return Ok(Step::Shutdown),
         }
         Ok(Step::Continue)
+    }
+
+    /// `CopyIn`'s second half: `data` (the frame after the command) into the tensor in `reg`.
+    pub fn copy_in(&mut self, seq: u64, reg: Reg, data: &[u8]) -> Step {
+        let r = self.host_copy_tensor(reg, data.len() as u64).map(|t| {
+            if !data.is_empty() {
+                // SAFETY: the tensor is contiguous, on the CPU, and `data.len()` bytes long
+                // (checked); the two buffers never overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        data.as_ptr(),
+                        t.element_ptr().cast::<u8>(),
+                        data.len(),
+                    )
+                }
+            }
+        });
+        self.copy_done(seq, r, true)
     }
 
     /// The answer to a host copy: its failure, else the first pending one.
@@ -420,6 +437,19 @@ fn to_value(v: &Any, local: bool, fds: &mut Vec<OwnedFd>) -> Result<Value> {
     })
 }
 
+/// Sends a contiguous CPU tensor's bytes as a frame of their own, without copying them.
+fn send_tensor_bytes(link: &dyn Link, t: &Tensor) -> crate::transport::LinkResult<()> {
+    let n = t.nbytes();
+    let bytes = if n == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `host_copy_tensor` checked that `t` is a contiguous CPU tensor; its `n` bytes
+        // stay alive while `t` is borrowed.
+        unsafe { std::slice::from_raw_parts(t.element_ptr().cast::<u8>(), n) }
+    };
+    link.send(bytes)
+}
+
 /// Serves commands from `link` until Shutdown or until the controller goes away (which is how a
 /// worker process ends when its controller dies). Returns why it stopped, when that was an error.
 pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<(), String> {
@@ -445,21 +475,35 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
         };
         let mut stop = false;
         for cmd in cmds {
-            match worker.handle(cmd, &frame.fds) {
-                Step::Continue => {}
+            let mut step = worker.handle(cmd, &frame.fds);
+            if let Step::ReadBytes { seq, reg } = step {
+                step = match link.recv(None) {
+                    Ok(Some(data)) => {
+                        frames += 1; // the controller counts the bytes' frame as sent
+                        worker.copy_in(seq, reg, &data.bytes)
+                    }
+                    _ => Step::Shutdown, // the controller is gone
+                };
+            }
+            let (reply, fds, bytes) = match step {
+                Step::Continue | Step::ReadBytes { .. } => continue,
                 Step::Shutdown => {
                     stop = true;
                     break;
                 }
-                Step::Reply(r, fds) => {
-                    w.buf.clear();
-                    r.encode(&mut w);
-                    let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
-                    if link.send_with(&w.buf, &fds).is_err() {
-                        stop = true;
-                        break;
-                    }
-                }
+                Step::Reply(r, fds) => (r, fds, None),
+                Step::ReplyWithBytes(r, t) => (r, Vec::new(), Some(t)),
+            };
+            w.buf.clear();
+            reply.encode(&mut w);
+            let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+            let mut sent = link.send_with(&w.buf, &fds);
+            if let (Ok(()), Some(t)) = (&sent, bytes) {
+                sent = send_tensor_bytes(link, &t);
+            }
+            if sent.is_err() {
+                stop = true;
+                break;
             }
         }
         // The frame's descriptors are closed here: what a command kept, it mapped.

@@ -16,6 +16,12 @@
 //!
 //! The fast path (`thread_slot::fast_guard`, `Guard::admits`) is a read of the thread pointer, a
 //! compare that finds this thread's guard, and two compares; everything else is out of line.
+//!
+//! The same per-thread guard counts the panic-catching boundaries a thread is inside
+//! (`catching`), which is how the panic hook knows to stay quiet for a panic the runtime is about
+//! to turn into an error.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod thread_slot;
 
@@ -47,6 +53,8 @@ pub(crate) struct Guard {
     /// The lowest address of this thread's stack. Below it the code runs on another stack (a
     /// fiber's, a signal stack) whose size is unknown: only the depth limit applies there.
     low: AtomicUsize,
+    /// Boundaries that turn panics into errors (`catching`) entered and not yet left.
+    catching: AtomicU32,
 }
 
 impl Guard {
@@ -55,6 +63,7 @@ impl Guard {
             depth: AtomicU32::new(0),
             floor: AtomicUsize::new(usize::MAX),
             low: AtomicUsize::new(0),
+            catching: AtomicU32::new(0),
         }
     }
 
@@ -63,6 +72,7 @@ impl Guard {
         self.depth.store(0, Ordering::Relaxed);
         self.floor.store(usize::MAX, Ordering::Relaxed);
         self.low.store(0, Ordering::Relaxed);
+        self.catching.store(0, Ordering::Relaxed);
     }
 
     /// Whether a callback may be entered one level deeper from here without the full check:
@@ -146,6 +156,50 @@ impl Guard {
             ));
         }
         Ok(())
+    }
+}
+
+/// Runs `f`, catching a panic, as a boundary that turns panics into errors: while `f` runs, a panic
+/// on this thread is known to be caught here (`catching_panics`). Costs the guard lookup of the
+/// fast path and two stores.
+#[inline(always)]
+pub(crate) fn catching<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    // The guard first, then one `catch_unwind`: with a single call site `f` stays inlined.
+    let guard = match fast_guard() {
+        Some(guard) => guard as *const Guard,
+        None => guard_slow(),
+    };
+    // SAFETY: a static guard, or this thread's (`thread_slot::guard_ptr`), which lives until the
+    // thread exits, so through this call.
+    let counter = unsafe { &(*guard).catching };
+    let outer = counter.load(Ordering::Relaxed);
+    counter.store(outer + 1, Ordering::Relaxed);
+    let r = catch_unwind(AssertUnwindSafe(f));
+    counter.store(outer, Ordering::Relaxed);
+    r
+}
+
+/// This thread's guard when it has no slot yet (it claims one here); installs the panic hook,
+/// which the quiet boundaries rely on. A thread whose thread locals are being destroyed has no
+/// guard left: it counts in a shared one that the hook never reads (its panics print).
+#[cold]
+#[inline(never)]
+fn guard_slow() -> *const Guard {
+    static DETACHED: Guard = Guard::new();
+    crate::error::install_panic_hook();
+    let guard = thread_slot::guard_ptr();
+    if guard.is_null() {
+        &DETACHED
+    } else {
+        guard
+    }
+}
+
+/// Whether a panic on this thread now happens inside `catching`, so becomes an error.
+pub(crate) fn catching_panics() -> bool {
+    match fast_guard() {
+        Some(guard) => guard.catching.load(Ordering::Relaxed) != 0,
+        None => with_guard(|guard| guard.catching.load(Ordering::Relaxed) != 0),
     }
 }
 

@@ -171,6 +171,15 @@ pub(crate) fn with_guard<R>(f: impl FnOnce(&Guard) -> R) -> R {
     }
 }
 
+/// This thread's guard, claiming its slot if it has none (as `with_guard`): the slot's, which is
+/// static, or the thread local's, which lives until the thread exits. Null while the thread's
+/// thread locals are being destroyed (no guard is left then).
+pub(crate) fn guard_ptr() -> *const Guard {
+    HOLDER
+        .try_with(|h| h.guard() as *const Guard)
+        .unwrap_or(core::ptr::null())
+}
+
 /// In a forked child only the forking thread survives: free every other slot (its owner's
 /// destructor never runs there), so that a new thread reusing a dead thread's pointer does not
 /// inherit its depth.

@@ -50,7 +50,7 @@ register_builtin!("ffi.DictSetItem", |d: Dict, k: Any, v: Any| d
     .set_item(k, v));
 register_builtin!("ffi.DictPop", |d: Dict, k: Any| -> Result<Any> {
     d.pop(&k.view())?
-        .ok_or_else(|| Error::key_error(format!("{:?}", k.view())))
+        .ok_or_else(|| crate::map::missing_key(&k.view()))
 });
 register_builtin!("ffi.DictClear", |d: Dict| d.clear());
 // Keys and values flattened as [k0, v0, k1, v1, ...], in insertion order (as `ffi.MapItems`).

@@ -2,8 +2,8 @@
 
 use crate::abi::*;
 use crate::any::{Any, AnyView};
-use crate::error::{Error, Result};
-use crate::map::MapKey;
+use crate::error::Result;
+use crate::map::{missing_key, MapKey};
 use crate::object::{alloc_object, body, static_object_type, ObjectRef};
 use rustc_hash::FxHashMap;
 use std::sync::Mutex;
@@ -63,8 +63,7 @@ impl Dict {
 
     /// The value for `key`, or a KeyError naming it.
     pub fn get_item(&self, key: &AnyView<'_>) -> Result<Any> {
-        self.get(key)?
-            .ok_or_else(|| Error::key_error(format!("{key:?}")))
+        self.get(key)?.ok_or_else(|| missing_key(key))
     }
 
     pub fn set_item(&self, key: Any, value: Any) -> Result<()> {

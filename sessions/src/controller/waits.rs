@@ -5,7 +5,7 @@ use super::{Controller, Fds, State};
 use crate::codec::{Resolve, Value, WireError};
 use crate::protocol::{Command, Reg, Reply};
 use crate::shm_tensor;
-use crate::transport::{spin_until, LinkError};
+use crate::transport::{spin_until, Frame, LinkError};
 use rffi_core::{Any, DataType, Error, Result};
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
@@ -31,6 +31,23 @@ impl Resolve for AnswerContext<'_> {
 }
 
 impl Controller {
+    /// The next frame from worker `rank`, waiting at most until `deadline`.
+    fn read_frame(
+        &self,
+        st: &mut State,
+        rank: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Frame>> {
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        match st.peers[rank].link().recv(timeout) {
+            Ok(f) => Ok(f),
+            Err(LinkError::Closed) => Err(self.worker_gone(st, rank)),
+            Err(LinkError::Io(e)) => Err(Error::runtime_error(format!(
+                "reading from worker {rank} failed: {e}"
+            ))),
+        }
+    }
+
     /// Waits for `rank`'s answer to `seq`, at most until `deadline`; `Ok(None)` on timeout. The
     /// answer comes with the descriptors of the tensors in it.
     fn wait_reply(
@@ -41,16 +58,8 @@ impl Controller {
         deadline: Option<Instant>,
     ) -> Result<Option<(Reply, Vec<OwnedFd>)>> {
         loop {
-            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let frame = match st.peers[rank].link().recv(timeout) {
-                Ok(Some(f)) => f,
-                Ok(None) => return Ok(None),
-                Err(LinkError::Closed) => return Err(self.worker_gone(st, rank)),
-                Err(LinkError::Io(e)) => {
-                    return Err(Error::runtime_error(format!(
-                        "reading from worker {rank} failed: {e}"
-                    )))
-                }
+            let Some(frame) = self.read_frame(st, rank, deadline)? else {
+                return Ok(None);
             };
             let reply = Reply::decode(&frame.bytes)?;
             if reply.seq() == seq {
@@ -357,60 +366,81 @@ impl Controller {
             }
             return Ok(());
         }
-        self.host_copy(|seq| Command::Copy {
+        let cmd = |seq| Command::Copy {
             seq,
             reg,
             addr,
             nbytes,
             to_worker,
-        })
-        .map(drop)
+        };
+        self.host_copy(cmd, None, None)
     }
 
-    /// Writes `data` into worker 0's tensor in `reg`, the bytes travelling in the frame (worker 0
-    /// in another process).
-    pub fn copy_in(&self, reg: Reg, data: Vec<u8>) -> Result<()> {
-        self.host_copy(|seq| Command::CopyIn { seq, reg, data })
-            .map(drop)
+    /// Writes `data` into worker 0's tensor in `reg`, sent over worker 0's connection (worker 0
+    /// in another process, perhaps on another host).
+    pub fn copy_in(&self, reg: Reg, data: &[u8]) -> Result<()> {
+        let nbytes = data.len() as u64;
+        self.host_copy(|seq| Command::CopyIn { seq, reg, nbytes }, Some(data), None)
     }
 
-    /// Reads worker 0's tensor in `reg` into `out`, the bytes travelling in the frame.
+    /// Reads worker 0's tensor in `reg` into `out`, over worker 0's connection.
     pub fn copy_out(&self, reg: Reg, out: &mut [u8]) -> Result<()> {
         let nbytes = out.len() as u64;
-        match self.host_copy(|seq| Command::CopyOut { seq, reg, nbytes })? {
-            Some(Value::Bytes(b)) if b.len() == out.len() => {
-                out.copy_from_slice(&b);
-                Ok(())
-            }
-            _ => Err(Error::runtime_error(
-                "worker 0 answered copy_from_worker_0 with something else",
-            )),
-        }
+        self.host_copy(|seq| Command::CopyOut { seq, reg, nbytes }, None, Some(out))
     }
 
-    /// Sends a host copy to worker 0 and waits for its answer: the bytes copied out, if any.
+    /// Sends a host copy to worker 0 (`send`: the bytes that follow the command, in a frame of
+    /// their own) and waits for its answer (`recv`: where the bytes that follow the answer go).
     /// Waited for without a timeout: a copy from host memory reads an address that must outlive
     /// it.
-    fn host_copy(&self, make: impl FnOnce(u64) -> Command) -> Result<Option<Value>> {
+    fn host_copy(
+        &self,
+        make: impl FnOnce(u64) -> Command,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+    ) -> Result<()> {
         let mut st = self.usable()?;
         let seq = Self::next_seq(&mut st);
         let cmd = make(seq);
         self.send_to(&mut st, &[0], &cmd, &Fds::None)?;
-        let value = match self.wait_reply(&mut st, 0, seq, None)? {
+        if let Some(bytes) = send {
+            self.send_frame(&mut st, &[0], bytes, cmd.name(), &Fds::None)?;
+        }
+        match self.wait_reply(&mut st, 0, seq, None)? {
             Some((Reply::Done { error: Some(e), .. }, _))
             | Some((Reply::Fetched { result: Err(e), .. }, _)) => return Err(self.raise(0, &e)),
-            Some((Reply::Done { error: None, .. }, _)) => None,
-            Some((Reply::Fetched { result: Ok(v), .. }, _)) => Some(v),
-            None => {
+            Some((Reply::Done { error: None, .. }, _)) if recv.is_none() => {}
+            Some((
+                Reply::Fetched {
+                    result: Ok(Value::Int(n)),
+                    ..
+                },
+                _,
+            )) if recv.as_ref().is_some_and(|out| out.len() as i64 == n) => {
+                let out = recv.expect("checked");
+                let bytes = self
+                    .read_frame(&mut st, 0, None)?
+                    .expect("no timeout")
+                    .bytes;
+                if bytes.len() != out.len() {
+                    return Err(Error::runtime_error(format!(
+                        "worker 0 sent {} bytes for a copy of {}",
+                        bytes.len(),
+                        out.len()
+                    )));
+                }
+                out.copy_from_slice(&bytes);
+            }
+            _ => {
                 return Err(Error::runtime_error(format!(
-                    "worker 0 did not answer {}",
+                    "worker 0 answered {} with something else",
                     cmd.name()
                 )))
             }
-        };
+        }
         match st.stashed.take() {
             Some((r, e)) => Err(self.raise(r, &e)),
-            None => Ok(value),
+            None => Ok(()),
         }
     }
 }
