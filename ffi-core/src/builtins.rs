@@ -1,12 +1,14 @@
 //! `ffi.*` functions: container construction and access for bindings that do not know the
-//! containers' layouts (the Python binding, C callers), and function-registry queries.
+//! containers' layouts (the Python binding, C callers), and function-registry queries. The
+//! immutable containers' functions are declared non-blocking: they copy and count references,
+//! take no lock and call nothing they are given.
 
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::{Array, Map, Shape};
 
-register_builtin_packed!("ffi.Array", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking "ffi.Array", |args: &[AnyView<'_>]| {
     let items = args
         .iter()
         .map(AnyView::to_owned)
@@ -14,11 +16,11 @@ register_builtin_packed!("ffi.Array", |args: &[AnyView<'_>]| {
     Ok(Array::new(items).into())
 });
 
-register_builtin!("ffi.ArraySize", |a: Array| a.len() as i64);
+register_builtin!(nonblocking "ffi.ArraySize", |a: Array| a.len() as i64);
 
-register_builtin!("ffi.ArrayGetItem", |a: Array, i: i64| a.get_item(i));
+register_builtin!(nonblocking "ffi.ArrayGetItem", |a: Array, i: i64| a.get_item(i));
 
-register_builtin_packed!("ffi.Map", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking "ffi.Map", |args: &[AnyView<'_>]| {
     if args.len() % 2 != 0 {
         return Err(Error::type_error(format!(
             "`ffi.Map` expects key, value pairs but got {} arguments",
@@ -32,9 +34,9 @@ register_builtin_packed!("ffi.Map", |args: &[AnyView<'_>]| {
     Ok(Map::new(pairs)?.into())
 });
 
-register_builtin!("ffi.MapSize", |m: Map| m.len() as i64);
+register_builtin!(nonblocking "ffi.MapSize", |m: Map| m.len() as i64);
 
-register_builtin_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking "ffi.MapGetItem", |args: &[AnyView<'_>]| {
     let [m, k] = args else {
         return Err(Error::type_error(format!(
             "`ffi.MapGetItem` expects 2 arguments but {} were given",
@@ -44,7 +46,7 @@ register_builtin_packed!("ffi.MapGetItem", |args: &[AnyView<'_>]| {
     m.try_as::<Map>()?.get_item(k)
 });
 
-register_builtin_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking "ffi.MapCount", |args: &[AnyView<'_>]| {
     let [m, k] = args else {
         return Err(Error::type_error(format!(
             "`ffi.MapCount` expects 2 arguments but {} were given",
@@ -55,7 +57,7 @@ register_builtin_packed!("ffi.MapCount", |args: &[AnyView<'_>]| {
 });
 
 // Keys and values flattened as [k0, v0, k1, v1, ...], in insertion order.
-register_builtin!("ffi.MapItems", |m: Map| -> Result<Array> {
+register_builtin!(nonblocking "ffi.MapItems", |m: Map| -> Result<Array> {
     let mut items = Vec::with_capacity(m.len() * 2);
     for (k, v) in m.iter() {
         items.push(k.to_owned()?);
@@ -64,7 +66,7 @@ register_builtin!("ffi.MapItems", |m: Map| -> Result<Array> {
     Ok(Array::new(items))
 });
 
-register_builtin_packed!("ffi.Shape", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking "ffi.Shape", |args: &[AnyView<'_>]| {
     let dims = args
         .iter()
         .enumerate()

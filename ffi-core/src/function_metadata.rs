@@ -5,10 +5,14 @@
 //!
 //! The metadata text is tvm-ffi's: a JSON object whose `type_schema` is itself a JSON string
 //! (`{"type_schema": "{\"type\":\"ffi.Function\",\"args\":[...]}"}`), plus `doc` and
-//! `arg_names` where known.
+//! `arg_names` where known, and rffi's `"nonblocking"`: `true` for a function that returns
+//! promptly, waits for no other thread and calls no function it is given, `"with_arguments"` for
+//! one that also calls the Functions passed as its arguments, on the calling thread (see
+//! `function_registry::Nonblocking`; the runtime's own such functions say so, others may attach
+//! it), which lets a binding keep its interpreter lock during the call.
 
 use crate::error::{Error, Result};
-use crate::function_registry::{get_global_func, register_builtin};
+use crate::function_registry::{get_global_func, register_builtin, Nonblocking};
 use crate::schema::{json_quote, parse_json, JsonValue, TypeSchema};
 use std::sync::{OnceLock, RwLock};
 
@@ -45,6 +49,8 @@ pub fn check_metadata(metadata: &str) -> Result<()> {
                 })?;
                 TypeSchema::from_json(text)?;
             }
+            let declared = kv.iter().find(|(k, _)| k == "nonblocking").map(|(_, v)| v);
+            Nonblocking::from_metadata(declared)?;
             Ok(())
         }
         Ok(_) => Err(Error::value_error(
@@ -65,10 +71,35 @@ pub fn get_global_func_metadata(name: &str) -> Option<String> {
         return Some(m.to_string());
     }
     let f = get_global_func(name)?;
-    Some(match f.signature() {
-        Some(s) => format!(r#"{{"type_schema":{}}}"#, json_quote(&s.to_json())),
-        None => "{}".to_owned(),
-    })
+    let mut entries = Vec::new();
+    if let Some(s) = f.signature() {
+        entries.push(format!(r#""type_schema":{}"#, json_quote(&s.to_json())));
+    }
+    match crate::function_registry::declared_nonblocking(&f) {
+        Nonblocking::No => {}
+        Nonblocking::Yes => entries.push(r#""nonblocking":true"#.to_owned()),
+        Nonblocking::WithArguments => entries.push(r#""nonblocking":"with_arguments""#.to_owned()),
+    }
+    Some(format!("{{{}}}", entries.join(",")))
+}
+
+/// What the global function `name` declares about blocking (its metadata's `"nonblocking"`),
+/// without rendering the metadata; `None` if the name is not registered.
+pub fn global_func_nonblocking(name: &str) -> Option<Nonblocking> {
+    if crate::plugin::is_plugin() {
+        let f = get_global_func("ffi.GetGlobalFuncNonblocking")?;
+        let code = f.call(&[name.into()]).ok()?.try_as::<i64>().ok()?;
+        return Some(Nonblocking::from_code(code));
+    }
+    if let Some(m) = table().read().unwrap_or_else(|e| e.into_inner()).get(name) {
+        // Checked when attached, so it parses and its value is one of the three.
+        let meta = parse_json(m).ok()?;
+        return Some(
+            Nonblocking::from_metadata(meta.get("nonblocking")).unwrap_or(Nonblocking::No),
+        );
+    }
+    let f = get_global_func(name)?;
+    Some(crate::function_registry::declared_nonblocking(&f))
 }
 
 /// `name(a: int, b: float) -> str` from a function schema and optional argument names.
@@ -93,6 +124,17 @@ register_builtin!(
     "ffi.GetGlobalFuncMetadata",
     |name: String| -> Result<String> {
         get_global_func_metadata(&name)
+            .ok_or_else(|| Error::key_error(format!("no global function `{name}`")))
+    }
+);
+
+// What `ffi.GetGlobalFuncMetadata` says under `"nonblocking"`, as a number: 0 (may block), 1
+// (non-blocking), 2 (non-blocking with its arguments); see `Nonblocking`.
+register_builtin!(
+    "ffi.GetGlobalFuncNonblocking",
+    |name: String| -> Result<i64> {
+        global_func_nonblocking(&name)
+            .map(|n| n as i64)
             .ok_or_else(|| Error::key_error(format!("no global function `{name}`")))
     }
 );

@@ -17,6 +17,51 @@ pub struct StaticFunction {
     /// Declared by the runtime itself (`testing.*`, `ffi.*`): a plugin's copy of the runtime
     /// leaves these to the host.
     pub builtin: bool,
+    /// What the function declares about blocking (see [`Nonblocking`]).
+    pub nonblocking: Nonblocking,
+}
+
+/// Whether a function may block, as declared where it is registered. A binding may keep its
+/// interpreter lock (the Python package: the GIL) during a call of a non-blocking function;
+/// the function's metadata says so (`"nonblocking"`), for bindings and for readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i64)]
+pub enum Nonblocking {
+    /// Nothing declared: the function may block (the default).
+    No = 0,
+    /// The function returns promptly, without waiting for anything another thread does (no
+    /// sleep, I/O, lock another thread may hold, or join), and calls no function it is given.
+    /// Metadata: `"nonblocking": true`.
+    Yes = 1,
+    /// As `Yes`, except that it calls Functions passed directly as its arguments, on the calling
+    /// thread (as `testing.apply` does): a call is non-blocking when they are. Metadata:
+    /// `"nonblocking": "with_arguments"`.
+    WithArguments = 2,
+}
+
+impl Nonblocking {
+    /// The declaration a metadata value of `"nonblocking"` states (`None`: the key is absent).
+    pub fn from_metadata(value: Option<&crate::schema::JsonValue>) -> Result<Nonblocking> {
+        use crate::schema::JsonValue;
+        match value {
+            None | Some(JsonValue::Bool(false)) => Ok(Nonblocking::No),
+            Some(JsonValue::Bool(true)) => Ok(Nonblocking::Yes),
+            Some(JsonValue::Str(s)) if s == "with_arguments" => Ok(Nonblocking::WithArguments),
+            Some(other) => Err(Error::value_error(format!(
+                "metadata `nonblocking` must be true, false or \"with_arguments\", not {}",
+                other.to_json()
+            ))),
+        }
+    }
+
+    /// From its number (`as i64`); anything else is `No`.
+    pub fn from_code(code: i64) -> Nonblocking {
+        match code {
+            1 => Nonblocking::Yes,
+            2 => Nonblocking::WithArguments,
+            _ => Nonblocking::No,
+        }
+    }
 }
 
 inventory::collect!(StaticFunction);
@@ -24,6 +69,22 @@ inventory::collect!(StaticFunction);
 /// Keys are the names' bytes, so a lookup by a name from C needs no UTF-8 check (an invalid name
 /// simply is not there); registration checks UTF-8.
 type Table = crate::lifetime_map::LifetimeMap<Box<[u8]>, Function>;
+
+/// The functions declared non-blocking, kept for the life of the process (so that no other
+/// function ever takes one's address).
+fn nonblocking() -> &'static RwLock<Vec<(Function, Nonblocking)>> {
+    static NONBLOCKING: OnceLock<RwLock<Vec<(Function, Nonblocking)>>> = OnceLock::new();
+    NONBLOCKING.get_or_init(Default::default)
+}
+
+/// What the function object `f` was declared as where it was registered (see [`Nonblocking`]).
+pub fn declared_nonblocking(f: &Function) -> Nonblocking {
+    let declared = nonblocking().read().unwrap_or_else(|e| e.into_inner());
+    declared
+        .iter()
+        .find(|(d, _)| d.as_raw() == f.as_raw())
+        .map_or(Nonblocking::No, |&(_, n)| n)
+}
 
 fn table() -> &'static RwLock<Table> {
     static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
@@ -36,6 +97,10 @@ fn table() -> &'static RwLock<Table> {
             }
             let f = (s.make)();
             f.set_name(s.name);
+            if s.nonblocking != Nonblocking::No {
+                let mut declared = nonblocking().write().unwrap_or_else(|e| e.into_inner());
+                declared.push((f.clone(), s.nonblocking));
+            }
             if t.insert(s.name.as_bytes().into(), f).is_some() {
                 // Two crates declared the same name; the function registry keeps the later one and
                 // says so rather than failing the whole runtime start.
@@ -145,6 +210,7 @@ macro_rules! register_global {
                     name: $name,
                     make: __rffi_make,
                     builtin: false,
+                    nonblocking: $crate::function_registry::Nonblocking::No,
                 }
             }
         };
@@ -164,46 +230,53 @@ macro_rules! register_global_packed {
                     name: $name,
                     make: __rffi_make,
                     builtin: false,
+                    nonblocking: $crate::function_registry::Nonblocking::No,
                 }
             }
         };
     };
 }
 
-/// `register_global!` for the runtime's own functions (`testing.*`, `ffi.*`).
+/// `register_global!` for the runtime's own functions (`testing.*`, `ffi.*`); `nonblocking` or
+/// `nonblocking_with_arguments` before the name declares the function so (see [`Nonblocking`]).
 macro_rules! register_builtin {
-    ($name:expr, $f:expr) => {
+    (@ $make:ident, $name:expr, $f:expr, $nonblocking:ident) => {
         const _: () = {
             fn __rffi_make() -> $crate::Function {
-                $crate::Function::from_typed($f)
+                $crate::Function::$make($f)
             }
             inventory::submit! {
                 $crate::function_registry::StaticFunction {
                     name: $name,
                     make: __rffi_make,
                     builtin: true,
+                    nonblocking: $crate::function_registry::Nonblocking::$nonblocking,
                 }
             }
         };
+    };
+    (nonblocking $name:expr, $f:expr) => {
+        $crate::function_registry::register_builtin!(@ from_typed, $name, $f, Yes);
+    };
+    (nonblocking_with_arguments $name:expr, $f:expr) => {
+        $crate::function_registry::register_builtin!(@ from_typed, $name, $f, WithArguments);
+    };
+    ($name:expr, $f:expr) => {
+        $crate::function_registry::register_builtin!(@ from_typed, $name, $f, No);
     };
 }
 pub(crate) use register_builtin;
 
-/// `register_global_packed!` for the runtime's own functions.
+/// `register_global_packed!` for the runtime's own functions, as `register_builtin!`.
 macro_rules! register_builtin_packed {
+    (nonblocking $name:expr, $f:expr) => {
+        $crate::function_registry::register_builtin!(@ from_packed, $name, $f, Yes);
+    };
+    (nonblocking_with_arguments $name:expr, $f:expr) => {
+        $crate::function_registry::register_builtin!(@ from_packed, $name, $f, WithArguments);
+    };
     ($name:expr, $f:expr) => {
-        const _: () = {
-            fn __rffi_make() -> $crate::Function {
-                $crate::Function::from_packed($f)
-            }
-            inventory::submit! {
-                $crate::function_registry::StaticFunction {
-                    name: $name,
-                    make: __rffi_make,
-                    builtin: true,
-                }
-            }
-        };
+        $crate::function_registry::register_builtin!(@ from_packed, $name, $f, No);
     };
 }
 pub(crate) use register_builtin_packed;

@@ -6,21 +6,21 @@ use crate::function::Function;
 use crate::function_registry::{register_builtin, register_builtin_packed};
 use crate::object::ObjectRef;
 
-register_builtin_packed!("testing.nop", |_args: &[AnyView<'_>]| Ok(Any::none()));
+register_builtin_packed!(nonblocking "testing.nop", |_args: &[AnyView<'_>]| Ok(Any::none()));
 
-register_builtin_packed!("testing.echo", |args: &[AnyView<'_>]| match args.first() {
+register_builtin_packed!(nonblocking "testing.echo", |args: &[AnyView<'_>]| match args.first() {
     Some(a) => a.to_owned(),
     None => Err(Error::type_error(
         "`testing.echo` expects at least 1 argument but 0 were given"
     )),
 });
 
-register_builtin!("testing.add_one", |x: i64| -> Result<i64> {
+register_builtin!(nonblocking "testing.add_one", |x: i64| -> Result<i64> {
     x.checked_add(1)
         .ok_or_else(|| Error::value_error(format!("{x} + 1 overflows int64")))
 });
 
-register_builtin_packed!("testing.apply", |args: &[AnyView<'_>]| {
+register_builtin_packed!(nonblocking_with_arguments "testing.apply", |args: &[AnyView<'_>]| {
     let Some((f, rest)) = args.split_first() else {
         return Err(Error::type_error(
             "`testing.apply` expects a function and its arguments but got no arguments",
@@ -39,7 +39,7 @@ register_builtin!("testing.raise_error", |kind: String,
     Err(Error::new(&kind, message))
 });
 
-register_builtin!("testing.object_use_count", |obj: ObjectRef| -> i64 {
+register_builtin!(nonblocking "testing.object_use_count", |obj: ObjectRef| -> i64 {
     // The argument holds one reference of its own for the duration of the call.
     obj.strong_count() as i64 - 1
 });

@@ -124,6 +124,72 @@ fn typed_closures_record_their_schema() {
 }
 
 #[test]
+fn nonblocking_declarations_are_in_the_metadata() {
+    // The runtime's own functions that return promptly say so; the others do not.
+    let nop = get_global_func_metadata("testing.nop").unwrap();
+    assert_eq!(nop, r#"{"nonblocking":true}"#);
+    let add_one = get_global_func_metadata("testing.add_one").unwrap();
+    assert!(
+        add_one.starts_with(r#"{"type_schema":"#) && add_one.ends_with(r#","nonblocking":true}"#),
+        "{add_one}"
+    );
+    // `testing.apply` calls the function it is given: non-blocking when that function is.
+    let apply = get_global_func_metadata("testing.apply").unwrap();
+    assert_eq!(apply, r#"{"nonblocking":"with_arguments"}"#);
+    for name in [
+        "testing.raise_error",
+        "ffi.ListAppend",
+        "ffi.GetGlobalFuncMetadata",
+    ] {
+        let meta = get_global_func_metadata(name).unwrap();
+        assert!(!meta.contains("nonblocking"), "{name}: {meta}");
+    }
+    // The declaration belongs to the function object: another function registered under a
+    // declared name is not declared, and the same object under another name still is.
+    let echo = get_global_func("testing.echo").unwrap();
+    register_global_func("test_schema.echo_alias", echo, true).unwrap();
+    assert!(get_global_func_metadata("test_schema.echo_alias")
+        .unwrap()
+        .contains(r#""nonblocking":true"#));
+    register_global_func(
+        "test_schema.echo_alias",
+        Function::from_packed(|_| Ok(Any::none())),
+        true,
+    )
+    .unwrap();
+    assert_eq!(
+        get_global_func_metadata("test_schema.echo_alias").unwrap(),
+        "{}"
+    );
+    // Anyone may declare a function by attaching the key; other values are refused.
+    let declared = |name: &str| {
+        let f = get_global_func("ffi.GetGlobalFuncNonblocking").unwrap();
+        f.call(&[name.into()]).unwrap().try_as::<i64>().unwrap()
+    };
+    assert_eq!(declared("test_schema.echo_alias"), 0);
+    set_global_func_metadata("test_schema.echo_alias", r#"{"nonblocking": true}"#).unwrap();
+    assert_eq!(declared("test_schema.echo_alias"), 1);
+    set_global_func_metadata(
+        "test_schema.echo_alias",
+        r#"{"doc": "x", "nonblocking": "with_arguments"}"#,
+    )
+    .unwrap();
+    assert_eq!(declared("test_schema.echo_alias"), 2);
+    let e =
+        set_global_func_metadata("test_schema.echo_alias", r#"{"nonblocking": 1}"#).unwrap_err();
+    assert_eq!(e.kind(), "ValueError");
+    assert_eq!(declared("test_schema.echo_alias"), 2);
+    assert_eq!(declared("testing.nop"), 1);
+    assert_eq!(declared("testing.apply"), 2);
+    assert_eq!(declared("testing.raise_error"), 0);
+    let missing = get_global_func("ffi.GetGlobalFuncNonblocking")
+        .unwrap()
+        .call(&["test_schema.nothing".into()])
+        .unwrap_err();
+    assert_eq!(missing.kind(), "KeyError");
+}
+
+#[test]
 fn list_and_dict_are_shared_and_mutable() {
     let l = List::new(vec![1i64.into()]);
     let alias = l.clone();

@@ -1,9 +1,13 @@
 """Per-call cost from Python: rffi's native fast path and its ctypes path side by side with tvm-ffi
 (Cython) and plain ctypes calls of equivalent C functions, in one process. Prints a Markdown table.
 
-rffi columns: "fast" is the default Function (the native fast path, GIL released around the
-native call); "fast, GIL kept" the same with `release_gil = False`; "ctypes path" the pure-ctypes
-call path (what `RFFI_PYTHON_FASTPATH=0` gives), through wrappers of the same functions.
+rffi columns: "rffi" is the default Function (the native fast path; the GIL is kept for functions
+declared non-blocking and released around the native call otherwise: the "GIL" column says which);
+"GIL released" and "GIL kept" the same Function with `release_gil` forced either way; "ctypes
+path" the pure-ctypes call path (what `RFFI_PYTHON_FASTPATH=0` gives), through wrappers of the
+same functions. tvm-ffi's columns: its default (`release_gil = True`) and the same with
+`release_gil = False`. Ratios and targets compare the defaults, from the best run (the least
+disturbed on a shared machine) and from the medians.
 
 Run: ffi-python/benches/run.sh (sets up the venv and the library). Needs `cc`; tvm-ffi and numpy
 are optional (their columns/rows are left out when missing).
@@ -161,13 +165,24 @@ def main():
             tvm_ffi=tvm_ffi,
         )
 
-        def t_raise_catch():
-            try:
-                t["test_raise_error"]("ValueError", "x")
-            except ValueError:
-                pass
+        def tvm_raise_catch(f):
+            def run():
+                try:
+                    f("ValueError", "x")
+                except ValueError:
+                    pass
 
-        env["t_raise_catch"] = t_raise_catch
+            return run
+
+        env["t_raise_catch"] = tvm_raise_catch(t["test_raise_error"])
+        # tvm-ffi with the GIL kept: other wrappers of the same functions.
+        for name in ("nop", "echo", "add_one", "apply", "test_raise_error"):
+            env["tk_" + name] = kept = tvm_ffi.get_global_func(f"testing.{name}")
+            kept.release_gil = False
+        env["tk_add3"] = tvm_ffi.load_module(lib_path)["add3"]
+        env["tk_add3"].release_gil = False
+        assert env["t_add3"].release_gil and env["t_nop"].release_gil
+        env["tk_raise_catch"] = tvm_raise_catch(env["tk_test_raise_error"])
 
     if np is not None:
         arr = np.arange(1024, dtype=np.float32)
@@ -177,18 +192,23 @@ def main():
         if tvm_ffi is not None:
             env["t_tensor"] = tvm_ffi.from_dlpack(arr)
 
-    # The same functions through the other rffi call paths: `rk_*` keeps the GIL (fast path),
-    # `rc_*` is the ctypes path. Values that are not Functions are shared.
+    # The same functions through the other rffi call paths: `rr_*` releases the GIL, `rk_*` keeps
+    # it (fast path), `rc_*` is the ctypes path. Values that are not Functions are shared.
     for name, value in list(env.items()):
         if name.startswith("r_"):
-            env["rk_" + name[2:]] = env["rc_" + name[2:]] = value
+            for prefix in ("rr_", "rk_", "rc_"):
+                env[prefix + name[2:]] = value
             if isinstance(value, rffi.Function):
-                env["rk_" + name[2:]] = kept = rffi.Function(value)
-                kept.release_gil = False
+                for prefix, release in (("rr_", True), ("rk_", False)):
+                    env[prefix + name[2:]] = forced = rffi.Function(value)
+                    forced.release_gil = release
                 env["rc_" + name[2:]] = ctypes_path(value)
-    env["r_raise_catch"] = raise_catch(env["r_raise"])
-    env["rk_raise_catch"] = raise_catch(env["rk_raise"])
-    env["rc_raise_catch"] = raise_catch(env["rc_raise"])
+    for prefix in ("r_", "rr_", "rk_", "rc_"):
+        env[prefix + "raise_catch"] = raise_catch(env[prefix + "raise"])
+    # Values tvm-ffi's GIL-kept statements share with its default ones.
+    for name, value in list(env.items()):
+        if name.startswith("t_") and "tk_" + name[2:] not in env:
+            env["tk_" + name[2:]] = value
 
     # (label, rffi stmt, tvm-ffi stmt, ctypes stmt, ctypes description, calls scale)
     cases = [
@@ -282,7 +302,7 @@ def main():
     have_np = np is not None
     fast = _core.FASTPATH
     # Warm up (CPU clock, caches): the first timings of a fresh process run slow.
-    for stmt in ("r_nop()", "rk_nop()", "rc_nop()", "c.noop()"):
+    for stmt in ("r_nop()", "rr_nop()", "rk_nop()", "rc_nop()", "c.noop()"):
         measure(stmt, env, number, 6)
     print(
         f"Python calls, ns per call (median / best of {repeat} x {number}); "
@@ -293,13 +313,16 @@ def main():
     print()
     header = [
         "call",
-        "rffi fast",
-        "rffi fast, GIL kept",
+        "rffi",
+        "GIL",
+        "rffi, GIL released",
+        "rffi, GIL kept",
         "rffi ctypes path",
         "tvm-ffi",
+        "tvm-ffi, GIL kept",
         "plain ctypes",
-        "fast / tvm-ffi (best)",
-        "fast / ctypes (best)",
+        "rffi / tvm-ffi (best; median)",
+        "rffi / ctypes (best)",
         "target",
         "ctypes baseline",
     ]
@@ -312,23 +335,30 @@ def main():
         stmts = {"rc": re.sub(r"\br_", "rc_", rs)}
         if fast:
             stmts["r"] = rs
+            stmts["rr"] = re.sub(r"\br_", "rr_", rs)
             stmts["rk"] = re.sub(r"\br_", "rk_", rs)
         if tvm_ffi is not None:
             stmts["t"] = ts
+            stmts["tk"] = re.sub(r"\bt_", "tk_", ts)
         if cs is not None:
             stmts["c"] = cs
         got = measure_interleaved(stmts, env, n, repeat)
-        rkm, rkb = got.get("rk", (None, None))
-        rcm, rcb = got["rc"]
+        none = (None, None)
         rm, rb = got["r"] if fast else got["rc"]
-        tm, tb = got.get("t", (None, None))
-        cm, cb_ = got.get("c", (None, None))
+        tm, tb = got.get("t", none)
+        cm, cb_ = got.get("c", none)
 
-        def fmt(m, b):
+        def fmt(key, got=got):
+            m, b = got.get(key, (None, None))
             return "—" if m is None else f"{m:.0f} / {b:.0f}"
 
-        # Ratios of the best runs: on a shared machine the minimum is the least disturbed.
-        ratio_t = f"{rb / tb:.2f}x" if tm else "—"
+        # The GIL policy of the default Function the statement calls.
+        called = re.match(r"(r_\w+)\(", rs)
+        f = env.get(called.group(1)) if called else None
+        gil = "—"
+        if fast and isinstance(f, rffi.Function):
+            gil = "released" if f.release_gil else "kept"
+        ratio_t = f"{rb / tb:.2f}x; {rm / tm:.2f}x" if tm else "—"
         ratio_c = f"{rb / cb_:.2f}x" if cm else "—"
         target = "—"
         if label in targets and tm:
@@ -338,11 +368,14 @@ def main():
             target = "≤ 10000 ns: " + ("met" if rb <= 10000 else "missed")
         cells = [
             label,
-            fmt(rm, rb) if fast else "—",
-            fmt(rkm, rkb),
-            fmt(rcm, rcb),
-            fmt(tm, tb),
-            fmt(cm, cb_),
+            fmt("r") if fast else "—",
+            gil,
+            fmt("rr"),
+            fmt("rk"),
+            fmt("rc"),
+            fmt("t"),
+            fmt("tk"),
+            fmt("c"),
             ratio_t,
             ratio_c,
             target,

@@ -97,7 +97,11 @@ def function_from_callable(f):
         h = _NATIVE_CALLBACK(f)
         if not h:
             raise take_raised_exception()
-        return _function.wrap_function(h, name)
+        made = _function.wrap_function(h, name)
+        # Its body is Python code, which takes the GIL at once and gives it up where Python
+        # would: calls from Python keep the GIL, and so do calls of functions it is given to.
+        made.release_gil = False
+        return made
     token = _next_token()
     CALLBACKS[token] = f
     # Plain addresses, no ctypes pointer objects: their argument checks would turn a

@@ -104,6 +104,7 @@ class Function(Object):
             _IncRef(handle)
             self._h, self._ti = handle, _lib.kFunction
             self._frames, self._name = [], func._name
+            copy_gil_policy(func, self)
             return
         if not callable(func):
             raise TypeError(f"rffi.Function expects a callable, got {type(func).__name__}")
@@ -114,6 +115,7 @@ class Function(Object):
             [],
             made._name,
         )
+        copy_gil_policy(made, self)
         made._h = 0
 
     def __call__(self, *args):
@@ -223,10 +225,13 @@ class Function(Object):
 
     @property
     def release_gil(self) -> bool:
-        """Whether a call releases the GIL while the native function runs (default True, so a
-        long call lets other threads run). With the fast path, setting it to False on a Function
-        saves ~40 ns per call for short functions that never block; the ctypes path always
-        releases the GIL and ignores the setting."""
+        """Whether a call releases the GIL while the native function runs, so that a long call
+        lets other threads run. True unless the function is declared non-blocking (its metadata
+        says ``"nonblocking": true``: it returns promptly, waits for no other thread and calls
+        nothing it is given), which ``get_global_func`` reads; settable per Function. A function
+        declared ``"with_arguments"`` (it calls the Functions it is given) shows True and keeps
+        the GIL for calls whose Function arguments keep it or are Python callables. The ctypes
+        path always releases the GIL and ignores the setting."""
         return True
 
     @release_gil.setter
@@ -253,10 +258,18 @@ class Function(Object):
     def _init_copy(self, new) -> None:
         new._frames = []
         new._name = self._name
+        copy_gil_policy(self, new)
 
     def __repr__(self) -> str:
         name = self._name or "<anonymous>"
         return f"<rffi.Function {name} at {self._h:#x}>"
+
+
+def copy_gil_policy(src, dst) -> None:
+    """Gives ``dst`` the GIL policy of ``src`` (a wrapper of the same function)."""
+    dst.release_gil = src.release_gil
+    if hasattr(src, "_gil_with_arguments"):  # the fast path's wrappers
+        dst._gil_with_arguments = src._gil_with_arguments
 
 
 # The fast path (rffi/_native.py): the native library makes `Function` a vectorcall subclass of

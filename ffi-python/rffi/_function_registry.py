@@ -10,7 +10,7 @@ from . import _lib
 from ._callback import function_from_callable
 from ._error import take_raised_exception
 from ._frame import byte_array
-from ._function import _CtypesFunction, wrap_function
+from ._function import FASTPATH, _CtypesFunction, wrap_function
 from ._object import wrap_new
 
 _byref = ctypes.byref
@@ -23,18 +23,51 @@ def _name_bytes(name) -> bytes:
     return name.encode("utf-8")
 
 
-def get_global_func(name: str, allow_missing: bool = False):
-    """The global function ``name``; a missing name is a ValueError, or None with
-    ``allow_missing=True``."""
-    b = _name_bytes(name)
+def _lookup(name: str) -> int:
+    """The address of a new reference to the global function ``name``, or 0."""
+    b = _name_bytes(name)  # kept alive: the byte array points into it
     out = _c_void_p()
     if _lib.FunctionGetGlobal(_byref(byte_array(b)), _byref(out)) != 0:
         raise take_raised_exception()
-    if not out.value:
+    return out.value or 0
+
+
+def get_global_func(name: str, allow_missing: bool = False):
+    """The global function ``name``; a missing name is a ValueError, or None with
+    ``allow_missing=True``. With the fast path, a function declared non-blocking keeps the GIL
+    during its calls (``release_gil`` is False; see ``declared_nonblocking``)."""
+    h = _lookup(name)
+    if not h:
         if allow_missing:
             return None
         raise ValueError(f"rffi: no global function named {name!r}")
-    return wrap_function(out.value, name)
+    f = wrap_function(h, name)
+    if FASTPATH:
+        declared = declared_nonblocking(name)
+        if declared is True:
+            f.release_gil = False
+        elif declared == "with_arguments":
+            f._gil_with_arguments = True
+    return f
+
+
+_NONBLOCKING = []  # `ffi.GetGlobalFuncNonblocking`, once looked up
+# Its answers: 0 may block, 1 non-blocking, 2 non-blocking with its arguments.
+_DECLARED = (False, True, "with_arguments")
+
+
+def declared_nonblocking(name: str):
+    """What the metadata of the global function ``name`` declares under ``"nonblocking"``:
+    ``True`` when it is non-blocking (it returns promptly, waits for no other thread and calls
+    nothing it is given: its calls keep the GIL), ``"with_arguments"`` when it is so except that
+    it calls the Functions passed as its arguments (its calls keep the GIL when those do, or are
+    Python callables), else False."""
+    if not _NONBLOCKING:
+        _NONBLOCKING.append(wrap_function(_lookup("ffi.GetGlobalFuncNonblocking"), None))
+    try:
+        return _DECLARED[_NONBLOCKING[0](name)]
+    except Exception:  # removed meanwhile: not declared
+        return False
 
 
 def register_global_func(func_name=None, f=None, override: bool = False):

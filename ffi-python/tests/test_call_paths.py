@@ -191,3 +191,65 @@ def test_release_gil_flag(test_plugin):
         assert len(during) <= 3, f"{len(during)} ticks while the GIL was held"
     else:  # the ctypes path always releases it
         assert len(during) > 5
+
+
+def test_functions_declared_nonblocking_keep_the_gil(test_plugin):
+    # The runtime's functions that return promptly are declared non-blocking in their metadata;
+    # get_global_func makes their calls keep the GIL (the fast path; ctypes always releases it).
+    import copy
+
+    fast = _core.FASTPATH
+    for name in ("testing.nop", "testing.echo", "testing.add_one", "ffi.Array"):
+        assert rffi.get_global_func_metadata(name).get("nonblocking") is True
+        assert rffi.get_global_func(name).release_gil is not fast, name
+    for name in ("testing.raise_error", "ffi.ListAppend", "ffi.GetGlobalFuncMetadata"):
+        assert "nonblocking" not in rffi.get_global_func_metadata(name)
+        assert rffi.get_global_func(name).release_gil is True, name
+    assert test_plugin.sleep_ms.release_gil is True  # a plugin's function declares nothing
+    # A wrapper made from another, or copied, keeps its setting.
+    nop = rffi.get_global_func("testing.nop")
+    assert rffi.Function(nop).release_gil is nop.release_gil
+    assert copy.copy(nop).release_gil is nop.release_gil
+    nop.release_gil = True
+    assert nop.release_gil is True and nop() is None
+    # Anyone may declare a function: the key in its metadata.
+    name = "test_call_paths.add3"
+    rffi.register_global_func(name, test_plugin.add3, override=True)
+    try:
+        assert rffi.get_global_func(name).release_gil is True
+        rffi.get_global_func("ffi.SetGlobalFuncMetadata")(name, '{"nonblocking": true}')
+        f = rffi.get_global_func(name)
+        assert f.release_gil is not fast and f(1, 2, 3) == 6
+    finally:
+        rffi.remove_global_func(name)
+
+
+def test_functions_nonblocking_with_their_arguments(testing, test_plugin):
+    # `testing.apply` calls the function it is given: its calls keep the GIL when that function
+    # keeps it or runs Python code, and release it otherwise. A wrong choice here deadlocks:
+    # `call_in_thread` waits for a native thread that calls back into Python.
+    apply = rffi.get_global_func("testing.apply")
+    assert rffi.get_global_func_metadata("testing.apply")["nonblocking"] == "with_arguments"
+    assert apply.release_gil is True
+    if _core.FASTPATH:
+        assert apply._gil_with_arguments is True
+        assert rffi.Function(apply)._gil_with_arguments is True
+    # Functions made from Python callables keep the GIL (their body is Python code).
+    made = rffi.convert(lambda x: x * 2)
+    assert made.release_gil is not _core.FASTPATH
+    assert rffi.Function(lambda x: x).release_gil is not _core.FASTPATH
+    assert apply(lambda x: x * 2, 21) == 42
+    assert apply(made, 21) == 42
+    assert apply(rffi.get_global_func("testing.add_one"), 41) == 42
+    for _ in range(3):
+        assert apply(test_plugin.call_in_thread, lambda x: x * 3, 14) == 42
+        assert apply(apply, test_plugin.call_in_thread, lambda x: x * 3, 14) == 42
+
+
+def test_python_callbacks_run_under_a_function_that_keeps_the_gil(testing, test_plugin):
+    # A Function that keeps the GIL runs callbacks on the calling thread without a hand-off.
+    apply = rffi.Function(testing.apply)
+    apply.release_gil = False
+    seen = []
+    assert apply(lambda x: seen.append(threading.get_ident()) or x + 1, 1) == 2
+    assert seen == [threading.get_ident()]

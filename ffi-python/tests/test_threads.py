@@ -110,3 +110,58 @@ def test_python_callbacks_from_a_native_thread(test_plugin):
         with pytest.raises(ValueError, match="no 7"):
             test_plugin.call_in_thread(fails, 7)
     assert len(seen) == 3 and threading.get_ident() not in seen
+
+
+def test_callbacks_on_the_calling_thread_then_on_a_native_thread(test_plugin):
+    # The first callback runs on the thread whose call released the GIL (it takes the GIL back
+    # with that thread's state), the second on a native thread the call then waits for: the
+    # first must have given the GIL back, or this deadlocks.
+    threads = []
+
+    def f(x):
+        threads.append(threading.get_ident())
+        return x + 1
+
+    for _ in range(50):
+        assert test_plugin.call_here_then_in_thread(f, 1) == 3
+    me = threading.get_ident()
+    assert threads[0::2] == [me] * 50 and me not in threads[1::2]
+
+
+def test_nested_calls_and_callbacks(testing, test_plugin):
+    # Calls made by callbacks, made by calls: each level takes and gives the GIL on its own
+    # thread, whether the call around it released the GIL or kept it.
+    apply = testing.apply
+    kept = rffi.Function(apply)
+    kept.release_gil = False
+
+    def double(y):
+        return y * 2
+
+    assert apply(lambda x: apply(double, x) + 1, 5) == 11
+    assert kept(lambda x: apply(double, x), 4) == 8
+    assert apply(lambda x: kept(double, x), 4) == 8
+    assert test_plugin.call_in_thread(lambda x: apply(lambda y: apply(double, y), x), 3) == 6
+    assert test_plugin.call_in_thread(lambda x: kept(double, x), 3) == 6
+    assert apply(lambda x: test_plugin.call_in_thread(double, x), 7) == 14
+
+
+def test_python_functions_called_from_threads():
+    # A Function made from a Python callable keeps the GIL when called from Python (its body is
+    # Python code); calls from many threads at once stay correct.
+    f = rffi.convert(lambda x, k: x + k)
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(2000):
+                assert f(i, k) == i + k
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -94,18 +94,39 @@ typedef struct DLManagedTensorVersioned {
  */
 #define kRFFIAny -1
 
+/**
+ * `None`: no payload.
+ */
 #define kRFFINone 0
 
+/**
+ * A 64-bit signed integer in `v_int64`.
+ */
 #define kRFFIInt 1
 
+/**
+ * A boolean in `v_int64` (0 or 1).
+ */
 #define kRFFIBool 2
 
+/**
+ * A 64-bit float in `v_float64`.
+ */
 #define kRFFIFloat 3
 
+/**
+ * An opaque pointer in `v_ptr` (not owned).
+ */
 #define kRFFIOpaquePtr 4
 
+/**
+ * A DLPack data type in `v_dtype`.
+ */
 #define kRFFIDataType 5
 
+/**
+ * A DLPack device in `v_device`.
+ */
 #define kRFFIDevice 6
 
 /**
@@ -143,26 +164,59 @@ typedef struct DLManagedTensorVersioned {
  */
 #define kRFFIStaticObjectBegin 64
 
+/**
+ * The root object type (`ffi.Object`): every object type derives from it.
+ */
 #define kRFFIObject 64
 
+/**
+ * A heap string (`ffi.String`): an `RFFIStrCell`, UTF-8, NUL-terminated in place.
+ */
 #define kRFFIStr 65
 
+/**
+ * A heap byte string (`ffi.Bytes`): an `RFFIStrCell`.
+ */
 #define kRFFIBytes 66
 
+/**
+ * An error (`ffi.Error`): an `RFFIErrorCell`.
+ */
 #define kRFFIError 67
 
+/**
+ * A function (`ffi.Function`): an `RFFIFunctionCell`.
+ */
 #define kRFFIFunction 68
 
+/**
+ * A shape (`ffi.Shape`): an `RFFIShapeCell` of int64 dimensions.
+ */
 #define kRFFIShape 69
 
+/**
+ * A tensor (`ffi.Tensor`): a `DLTensor` after the header.
+ */
 #define kRFFITensor 70
 
+/**
+ * An immutable sequence of values (`ffi.Array`): an `RFFISeqCell`.
+ */
 #define kRFFIArray 71
 
+/**
+ * An immutable mapping in insertion order (`ffi.Map`).
+ */
 #define kRFFIMap 72
 
+/**
+ * A loaded module (plugin) (`ffi.Module`).
+ */
 #define kRFFIModule 73
 
+/**
+ * A Python object carried through the runtime (`ffi.OpaquePyObject`).
+ */
 #define kRFFIOpaquePyObject 74
 
 /**
@@ -201,10 +255,13 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIObjectDeleterFlagBitMaskBoth 3
 
 /**
- * Backtrace update modes for `RFFIErrorCell::update_backtrace`.
+ * Backtrace update mode for `RFFIErrorCell::update_backtrace`: replace the text.
  */
 #define kRFFIBacktraceUpdateModeReplace 0
 
+/**
+ * Backtrace update mode: append frames (an outer layer adding where the error passed).
+ */
 #define kRFFIBacktraceUpdateModeAppend 1
 
 /**
@@ -345,9 +402,21 @@ typedef void (*RFFIObjectDeleter)(void *self_, int32_t flags);
  * 32 bits; a new object starts at `1 | (1 << 32)`. It is only ever touched atomically.
  */
 typedef struct RFFIObject {
+  /**
+   * Strong count (low 32 bits) and weak count (high 32 bits), changed atomically.
+   */
   uint64_t combined_ref_count;
+  /**
+   * The object's type (`kRFFI*` or a registered index from `kRFFIDynObjectBegin`).
+   */
   int32_t type_index;
+  /**
+   * Zero.
+   */
   uint32_t __padding;
+  /**
+   * Destroys the object when its counts reach zero.
+   */
   RFFIObjectDeleter deleter;
 } RFFIObject;
 
@@ -355,14 +424,41 @@ typedef struct RFFIObject {
  * Payload of a value (8 bytes); which member is live is given by `RFFIAny::type_index`.
  */
 typedef union RFFIAnyValue {
+  /**
+   * `kRFFIInt` and `kRFFIBool`.
+   */
   int64_t v_int64;
+  /**
+   * `kRFFIFloat`.
+   */
   double v_float64;
+  /**
+   * `kRFFIOpaquePtr`, `kRFFIDLTensorPtr`, `kRFFIByteArrayPtr`, `kRFFIObjectRValueRef`.
+   */
   void *v_ptr;
+  /**
+   * `kRFFIRawStr`.
+   */
   const char *v_c_str;
+  /**
+   * Objects (`type_index >= kRFFIStaticObjectBegin`).
+   */
   struct RFFIObject *v_obj;
+  /**
+   * `kRFFIDataType`.
+   */
   DLDataType v_dtype;
+  /**
+   * `kRFFIDevice`.
+   */
   DLDevice v_device;
+  /**
+   * `kRFFISmallStr` and `kRFFISmallBytes` (length in `small_str_len`).
+   */
   char v_bytes[8];
+  /**
+   * The payload as raw bits (zero for `kRFFINone`).
+   */
   uint64_t v_uint64;
 } RFFIAnyValue;
 
@@ -372,8 +468,17 @@ typedef union RFFIAnyValue {
  * payload bytes are zero, so POD values compare bytewise.
  */
 typedef struct RFFIAny {
+  /**
+   * The value's type: a `kRFFI*` index or a registered object type's.
+   */
   int32_t type_index;
+  /**
+   * The length of a small string or bytes; 0 otherwise.
+   */
   uint32_t small_str_len;
+  /**
+   * The payload, read by `type_index`.
+   */
   union RFFIAnyValue v;
 } RFFIAny;
 
@@ -402,7 +507,13 @@ typedef struct RFFICallFrame {
  * A borrowed byte range (not NUL-terminated in general).
  */
 typedef struct RFFIByteArray {
+  /**
+   * The first byte (may be NULL when `size` is 0).
+   */
   const char *data;
+  /**
+   * The number of bytes.
+   */
   size_t size;
 } RFFIByteArray;
 
@@ -420,8 +531,17 @@ typedef int32_t (*RFFISafeCallType)(void *handle,
  * Version triple reported by `RFFIGetVersion`.
  */
 typedef struct RFFIVersion {
+  /**
+   * `RFFI_VERSION_MAJOR` of the build: layouts and signatures.
+   */
   uint32_t major;
+  /**
+   * `RFFI_VERSION_MINOR` of the build: compatible additions.
+   */
   uint32_t minor;
+  /**
+   * `RFFI_VERSION_PATCH` of the build.
+   */
   uint32_t patch;
 } RFFIVersion;
 
@@ -440,7 +560,13 @@ typedef int32_t (*RFFIFieldGetter)(void *field, struct RFFIAny *result);
  * 16), and object indices (an owned `RFFIObjectHandle` that may be NULL, 8).
  */
 typedef struct RFFIFieldInfo {
+  /**
+   * The field's name (UTF-8).
+   */
   struct RFFIByteArray name;
+  /**
+   * Its docstring; may be empty.
+   */
   struct RFFIByteArray doc;
   /**
    * JSON text, such as `{"type_schema": {"type": "int"}}`; may be empty.
@@ -450,12 +576,21 @@ typedef struct RFFIFieldInfo {
    * `kRFFIFieldFlagBitMask*`.
    */
   int64_t flags;
+  /**
+   * The field's size in bytes (what a built-in accessor reads and writes).
+   */
   int64_t size;
+  /**
+   * The field's alignment in bytes.
+   */
   int64_t alignment;
   /**
    * Byte offset from the object header.
    */
   int64_t offset;
+  /**
+   * Reads the field; NULL for a built-in accessor.
+   */
   RFFIFieldGetter getter;
   /**
    * An `RFFIFieldSetter`, or a Function object with `kRFFIFieldFlagBitMaskSetterIsFunctionObj`.
@@ -476,7 +611,13 @@ typedef struct RFFIFieldInfo {
  * the object as its first argument.
  */
 typedef struct RFFIMethodInfo {
+  /**
+   * The method's name (UTF-8).
+   */
   struct RFFIByteArray name;
+  /**
+   * Its docstring; may be empty.
+   */
   struct RFFIByteArray doc;
   /**
    * JSON text, such as `{"type_schema": ...}`; may be empty.
@@ -486,6 +627,9 @@ typedef struct RFFIMethodInfo {
    * `kRFFIFieldFlagBitMaskIsStaticMethod` for a static method.
    */
   int64_t flags;
+  /**
+   * The method: a value holding a Function.
+   */
   struct RFFIAny method;
 } RFFIMethodInfo;
 
@@ -498,6 +642,9 @@ typedef int32_t (*RFFIObjectCreator)(RFFIObjectHandle *result);
  * Type-wide information (32 bytes).
  */
 typedef struct RFFITypeMetadata {
+  /**
+   * The type's docstring; may be empty.
+   */
   struct RFFIByteArray doc;
   /**
    * Makes an object with every field at its default, or NULL.
@@ -507,6 +654,10 @@ typedef struct RFFITypeMetadata {
    * Size of the object in bytes, header included.
    */
   int32_t total_size;
+  /**
+   * How structural equality and hashing treat the type (tvm-ffi's `TVMFFISEqHashKind`; 0: not
+   * supported).
+   */
   int32_t structural_eq_hash_kind;
 } RFFITypeMetadata;
 
@@ -515,18 +666,33 @@ typedef struct RFFITypeMetadata {
  * methods and metadata. The runtime owns it; it lives as long as the process.
  */
 typedef struct RFFITypeInfo {
+  /**
+   * The type's index.
+   */
   int32_t type_index;
   /**
    * Number of ancestors: 0 for a root type (`ffi.Object` and the POD pseudo-types).
    */
   int32_t type_depth;
+  /**
+   * The type's key (`"my.Point"`).
+   */
   struct RFFIByteArray type_key;
   /**
    * `type_ancestors[d]` is the ancestor at depth `d`, for `d < type_depth`.
    */
   const struct RFFITypeInfo *const *type_ancestors;
+  /**
+   * A hash of `type_key`.
+   */
   uint64_t type_key_hash;
+  /**
+   * The number of entries of `fields`.
+   */
   int32_t num_fields;
+  /**
+   * The number of entries of `methods`.
+   */
   int32_t num_methods;
   /**
    * The type's own fields (not its ancestors').
@@ -567,9 +733,21 @@ typedef int32_t (*RFFIDLPackManagedTensorAllocator)(DLTensor *prototype,
  * `kRFFIError`: kind, message and backtrace (most recent call first).
  */
 typedef struct RFFIErrorCell {
+  /**
+   * The kind (`ValueError`, `TypeError`, ... or a custom one).
+   */
   struct RFFIByteArray kind;
+  /**
+   * The message.
+   */
   struct RFFIByteArray message;
+  /**
+   * The traceback text, most recent call first (`  File "f", line n, in fn` lines).
+   */
   struct RFFIByteArray backtrace;
+  /**
+   * Changes the backtrace (`kRFFIBacktraceUpdateMode*`); how each layer adds its frames.
+   */
   void (*update_backtrace)(RFFIObjectHandle self_,
                            const struct RFFIByteArray *backtrace,
                            int32_t mode);
@@ -587,6 +765,9 @@ typedef struct RFFIErrorCell {
  * `kRFFIFunction`: `safe_call` is called with the function object itself as `handle`.
  */
 typedef struct RFFIFunctionCell {
+  /**
+   * Calls the function (the calling convention of `RFFISafeCallType`).
+   */
   RFFISafeCallType safe_call;
   /**
    * Optional same-library fast path; NULL for every function rffi makes.
@@ -598,7 +779,13 @@ typedef struct RFFIFunctionCell {
  * `kRFFIShape`: `size` dimensions, stored in place after the cell.
  */
 typedef struct RFFIShapeCell {
+  /**
+   * The dimensions.
+   */
   const int64_t *data;
+  /**
+   * The number of dimensions.
+   */
   size_t size;
 } RFFIShapeCell;
 
@@ -607,9 +794,22 @@ typedef struct RFFIShapeCell {
  * (`data_deleter` NULL).
  */
 typedef struct RFFISeqCell {
+  /**
+   * The items.
+   */
   struct RFFIAny *data;
+  /**
+   * The number of items.
+   */
   int64_t size;
+  /**
+   * The number of items `data` has room for.
+   */
   int64_t capacity;
+  /**
+   * Frees `data` when it was allocated apart from the object (a List's buffer); NULL when the
+   * items are stored in place.
+   */
   void (*data_deleter)(void *data);
 } RFFISeqCell;
 
@@ -617,6 +817,9 @@ typedef struct RFFISeqCell {
  * Opaque objects (`kRFFIOpaquePyObject` and user types): the wrapped foreign handle.
  */
 typedef struct RFFIOpaqueObjectCell {
+  /**
+   * The foreign object (a `PyObject*` for `kRFFIOpaquePyObject`).
+   */
   void *handle;
 } RFFIOpaqueObjectCell;
 
@@ -634,7 +837,13 @@ typedef struct RFFIByteArray RFFIStrCell;
  * this prefix; C code must not assume the object is exactly this size.
  */
 typedef struct RFFITensorObject {
+  /**
+   * The object header (`type_index` is `kRFFITensor`).
+   */
   struct RFFIObject header;
+  /**
+   * The tensor's description, at offset 24.
+   */
   DLTensor dl_tensor;
 } RFFITensorObject;
 
@@ -654,48 +863,138 @@ typedef struct RFFIHostApi {
    * `sizeof(RFFIHostApi)` as the host knows it.
    */
   uint32_t size;
+  /**
+   * `RFFIObjectIncRef`.
+   */
   int32_t (*object_inc_ref)(RFFIObjectHandle);
+  /**
+   * `RFFIObjectDecRef`.
+   */
   int32_t (*object_dec_ref)(RFFIObjectHandle);
+  /**
+   * `RFFIFunctionCreate`.
+   */
   int32_t (*function_create)(void*, RFFISafeCallType, void(*)(void*), RFFIObjectHandle*);
+  /**
+   * `RFFIFunctionCall`.
+   */
   int32_t (*function_call)(RFFIObjectHandle, struct RFFIAny*, int32_t, struct RFFIAny*);
+  /**
+   * `RFFIFunctionGetGlobal`.
+   */
   int32_t (*function_get_global)(const struct RFFIByteArray*, RFFIObjectHandle*);
+  /**
+   * `RFFIFunctionSetGlobal`.
+   */
   int32_t (*function_set_global)(const struct RFFIByteArray*, RFFIObjectHandle, int32_t);
+  /**
+   * `RFFIFunctionRemoveGlobal`.
+   */
   int32_t (*function_remove_global)(const struct RFFIByteArray*);
+  /**
+   * `RFFIFunctionListGlobalNames`.
+   */
   int32_t (*function_list_global_names)(RFFIObjectHandle*);
+  /**
+   * `RFFIErrorSetRaised`.
+   */
   void (*error_set_raised)(RFFIObjectHandle);
+  /**
+   * `RFFIErrorSetRaisedFromCStr`.
+   */
   void (*error_set_raised_from_cstr)(const char*, const char*);
+  /**
+   * `RFFIErrorMoveFromRaised`.
+   */
   void (*error_move_from_raised)(RFFIObjectHandle*);
+  /**
+   * `RFFIErrorCreate`.
+   */
   int32_t (*error_create)(const struct RFFIByteArray*,
                           const struct RFFIByteArray*,
                           const struct RFFIByteArray*,
                           RFFIObjectHandle*);
+  /**
+   * `RFFIStringFromByteArray`.
+   */
   int32_t (*string_from_byte_array)(const struct RFFIByteArray*, struct RFFIAny*);
+  /**
+   * `RFFIBytesFromByteArray`.
+   */
   int32_t (*bytes_from_byte_array)(const struct RFFIByteArray*, struct RFFIAny*);
+  /**
+   * `RFFIDataTypeFromString`.
+   */
   int32_t (*data_type_from_string)(const struct RFFIByteArray*, DLDataType*);
+  /**
+   * `RFFITypeKeyToIndex`.
+   */
   int32_t (*type_key_to_index)(const struct RFFIByteArray*, int32_t*);
+  /**
+   * `RFFITypeRegisterKey`.
+   */
   int32_t (*type_register_key)(const struct RFFIByteArray*, int32_t*);
+  /**
+   * `RFFITypeIndexToKey`.
+   */
   int32_t (*type_index_to_key)(int32_t, struct RFFIByteArray*);
+  /**
+   * `RFFIModuleLoadFromFile`.
+   */
   int32_t (*module_load_from_file)(const struct RFFIByteArray*, RFFIObjectHandle*);
+  /**
+   * `RFFIEnvSetStream`.
+   */
   int32_t (*env_set_stream)(int32_t, int32_t, void*, void**);
+  /**
+   * `RFFIEnvGetStream`.
+   */
   void *(*env_get_stream)(int32_t, int32_t);
+  /**
+   * `RFFIEnvGetDLPackManagedTensorAllocator`.
+   */
   RFFIDLPackManagedTensorAllocator (*env_get_dlpack_managed_tensor_allocator)(void);
+  /**
+   * `RFFITensorFromDLPack`.
+   */
   int32_t (*tensor_from_dlpack)(struct DLManagedTensor*, int32_t, int32_t, RFFIObjectHandle*);
+  /**
+   * `RFFITensorFromDLPackVersioned`.
+   */
   int32_t (*tensor_from_dlpack_versioned)(struct DLManagedTensorVersioned*,
                                           int32_t,
                                           int32_t,
                                           RFFIObjectHandle*);
+  /**
+   * `RFFIEnvSetDLPackManagedTensorAllocator`.
+   */
   int32_t (*env_set_dlpack_managed_tensor_allocator)(RFFIDLPackManagedTensorAllocator,
                                                      int32_t,
                                                      RFFIDLPackManagedTensorAllocator*);
+  /**
+   * `RFFITypeGetOrAllocIndex` (ABI 0.2).
+   */
   int32_t (*type_get_or_alloc_index)(const struct RFFIByteArray*,
                                      int32_t,
                                      int32_t,
                                      int32_t,
                                      int32_t,
                                      int32_t);
+  /**
+   * `RFFIGetTypeInfo` (ABI 0.2).
+   */
   const struct RFFITypeInfo *(*get_type_info)(int32_t);
+  /**
+   * `RFFITypeRegisterField` (ABI 0.2).
+   */
   int32_t (*type_register_field)(int32_t, const struct RFFIFieldInfo*);
+  /**
+   * `RFFITypeRegisterMethod` (ABI 0.2).
+   */
   int32_t (*type_register_method)(int32_t, const struct RFFIMethodInfo*);
+  /**
+   * `RFFITypeRegisterMetadata` (ABI 0.2).
+   */
   int32_t (*type_register_metadata)(int32_t, const struct RFFITypeMetadata*);
 } RFFIHostApi;
 

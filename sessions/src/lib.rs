@@ -26,6 +26,7 @@ pub mod codec;
 pub mod controller;
 pub mod dref;
 pub mod ffi;
+mod futex;
 mod peer;
 pub mod process;
 pub mod progress;

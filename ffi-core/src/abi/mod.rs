@@ -34,20 +34,30 @@ pub const RFFI_DEFAULT_MAX_CALL_DEPTH: u32 = 10_000;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RFFIVersion {
+    /// `RFFI_VERSION_MAJOR` of the build: layouts and signatures.
     pub major: u32,
+    /// `RFFI_VERSION_MINOR` of the build: compatible additions.
     pub minor: u32,
+    /// `RFFI_VERSION_PATCH` of the build.
     pub patch: u32,
 }
 
 // ---- Type indices (stored as int32 in RFFIAny::type_index and RFFIObject::type_index) ----
 /// Annotation only: "any type". Never stored in a value.
 pub const kRFFIAny: i32 = -1;
+/// `None`: no payload.
 pub const kRFFINone: i32 = 0;
+/// A 64-bit signed integer in `v_int64`.
 pub const kRFFIInt: i32 = 1;
+/// A boolean in `v_int64` (0 or 1).
 pub const kRFFIBool: i32 = 2;
+/// A 64-bit float in `v_float64`.
 pub const kRFFIFloat: i32 = 3;
+/// An opaque pointer in `v_ptr` (not owned).
 pub const kRFFIOpaquePtr: i32 = 4;
+/// A DLPack data type in `v_dtype`.
 pub const kRFFIDataType: i32 = 5;
+/// A DLPack device in `v_device`.
 pub const kRFFIDevice: i32 = 6;
 /// A borrowed `DLTensor*` (argument only).
 pub const kRFFIDLTensorPtr: i32 = 7;
@@ -63,16 +73,27 @@ pub const kRFFISmallStr: i32 = 11;
 pub const kRFFISmallBytes: i32 = 12;
 /// First index of heap objects; values at or above it own a reference.
 pub const kRFFIStaticObjectBegin: i32 = 64;
+/// The root object type (`ffi.Object`): every object type derives from it.
 pub const kRFFIObject: i32 = 64;
+/// A heap string (`ffi.String`): an `RFFIStrCell`, UTF-8, NUL-terminated in place.
 pub const kRFFIStr: i32 = 65;
+/// A heap byte string (`ffi.Bytes`): an `RFFIStrCell`.
 pub const kRFFIBytes: i32 = 66;
+/// An error (`ffi.Error`): an `RFFIErrorCell`.
 pub const kRFFIError: i32 = 67;
+/// A function (`ffi.Function`): an `RFFIFunctionCell`.
 pub const kRFFIFunction: i32 = 68;
+/// A shape (`ffi.Shape`): an `RFFIShapeCell` of int64 dimensions.
 pub const kRFFIShape: i32 = 69;
+/// A tensor (`ffi.Tensor`): a `DLTensor` after the header.
 pub const kRFFITensor: i32 = 70;
+/// An immutable sequence of values (`ffi.Array`): an `RFFISeqCell`.
 pub const kRFFIArray: i32 = 71;
+/// An immutable mapping in insertion order (`ffi.Map`).
 pub const kRFFIMap: i32 = 72;
+/// A loaded module (plugin) (`ffi.Module`).
 pub const kRFFIModule: i32 = 73;
+/// A Python object carried through the runtime (`ffi.OpaquePyObject`).
 pub const kRFFIOpaquePyObject: i32 = 74;
 /// Mutable, shared sequence (`RFFISeqCell` with a separate buffer).
 pub const kRFFIList: i32 = 75;
@@ -101,9 +122,13 @@ pub type RFFIObjectDeleter = Option<unsafe extern "C" fn(self_: *mut c_void, fla
 /// 32 bits; a new object starts at `1 | (1 << 32)`. It is only ever touched atomically.
 #[repr(C)]
 pub struct RFFIObject {
+    /// Strong count (low 32 bits) and weak count (high 32 bits), changed atomically.
     pub combined_ref_count: u64,
+    /// The object's type (`kRFFI*` or a registered index from `kRFFIDynObjectBegin`).
     pub type_index: i32,
+    /// Zero.
     pub __padding: u32,
+    /// Destroys the object when its counts reach zero.
     pub deleter: RFFIObjectDeleter,
 }
 
@@ -115,14 +140,23 @@ pub type RFFIObjectHandle = *mut c_void;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union RFFIAnyValue {
+    /// `kRFFIInt` and `kRFFIBool`.
     pub v_int64: i64,
+    /// `kRFFIFloat`.
     pub v_float64: f64,
+    /// `kRFFIOpaquePtr`, `kRFFIDLTensorPtr`, `kRFFIByteArrayPtr`, `kRFFIObjectRValueRef`.
     pub v_ptr: *mut c_void,
+    /// `kRFFIRawStr`.
     pub v_c_str: *const c_char,
+    /// Objects (`type_index >= kRFFIStaticObjectBegin`).
     pub v_obj: *mut RFFIObject,
+    /// `kRFFIDataType`.
     pub v_dtype: DLDataType,
+    /// `kRFFIDevice`.
     pub v_device: DLDevice,
+    /// `kRFFISmallStr` and `kRFFISmallBytes` (length in `small_str_len`).
     pub v_bytes: [c_char; 8],
+    /// The payload as raw bits (zero for `kRFFINone`).
     pub v_uint64: u64,
 }
 
@@ -132,8 +166,11 @@ pub union RFFIAnyValue {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct RFFIAny {
+    /// The value's type: a `kRFFI*` index or a registered object type's.
     pub type_index: i32,
+    /// The length of a small string or bytes; 0 otherwise.
     pub small_str_len: u32,
+    /// The payload, read by `type_index`.
     pub v: RFFIAnyValue,
 }
 
@@ -141,7 +178,9 @@ pub struct RFFIAny {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RFFIByteArray {
+    /// The first byte (may be NULL when `size` is 0).
     pub data: *const c_char,
+    /// The number of bytes.
     pub size: usize,
 }
 
@@ -161,8 +200,9 @@ pub type RFFISafeCallType = Option<
 /// `kRFFIStr` / `kRFFIBytes`: the content, NUL-terminated in place after the cell.
 pub type RFFIStrCell = RFFIByteArray;
 
-/// Backtrace update modes for `RFFIErrorCell::update_backtrace`.
+/// Backtrace update mode for `RFFIErrorCell::update_backtrace`: replace the text.
 pub const kRFFIBacktraceUpdateModeReplace: i32 = 0;
+/// Backtrace update mode: append frames (an outer layer adding where the error passed).
 pub const kRFFIBacktraceUpdateModeAppend: i32 = 1;
 /// rffi extension: symbolize pending native frames into the cell's text (the text argument is
 /// empty, so a library that treats unknown modes as "append" changes nothing).
@@ -171,9 +211,13 @@ pub const kRFFIBacktraceUpdateModeRender: i32 = 2;
 /// `kRFFIError`: kind, message and backtrace (most recent call first).
 #[repr(C)]
 pub struct RFFIErrorCell {
+    /// The kind (`ValueError`, `TypeError`, ... or a custom one).
     pub kind: RFFIByteArray,
+    /// The message.
     pub message: RFFIByteArray,
+    /// The traceback text, most recent call first (`  File "f", line n, in fn` lines).
     pub backtrace: RFFIByteArray,
+    /// Changes the backtrace (`kRFFIBacktraceUpdateMode*`); how each layer adds its frames.
     pub update_backtrace: Option<
         unsafe extern "C" fn(self_: RFFIObjectHandle, backtrace: *const RFFIByteArray, mode: i32),
     >,
@@ -186,6 +230,7 @@ pub struct RFFIErrorCell {
 /// `kRFFIFunction`: `safe_call` is called with the function object itself as `handle`.
 #[repr(C)]
 pub struct RFFIFunctionCell {
+    /// Calls the function (the calling convention of `RFFISafeCallType`).
     pub safe_call: RFFISafeCallType,
     /// Optional same-library fast path; NULL for every function rffi makes.
     pub cpp_call: *mut c_void,
@@ -194,7 +239,9 @@ pub struct RFFIFunctionCell {
 /// `kRFFIShape`: `size` dimensions, stored in place after the cell.
 #[repr(C)]
 pub struct RFFIShapeCell {
+    /// The dimensions.
     pub data: *const i64,
+    /// The number of dimensions.
     pub size: usize,
 }
 
@@ -202,15 +249,21 @@ pub struct RFFIShapeCell {
 /// (`data_deleter` NULL).
 #[repr(C)]
 pub struct RFFISeqCell {
+    /// The items.
     pub data: *mut RFFIAny,
+    /// The number of items.
     pub size: i64,
+    /// The number of items `data` has room for.
     pub capacity: i64,
+    /// Frees `data` when it was allocated apart from the object (a List's buffer); NULL when the
+    /// items are stored in place.
     pub data_deleter: Option<unsafe extern "C" fn(data: *mut c_void)>,
 }
 
 /// Opaque objects (`kRFFIOpaquePyObject` and user types): the wrapped foreign handle.
 #[repr(C)]
 pub struct RFFIOpaqueObjectCell {
+    /// The foreign object (a `PyObject*` for `kRFFIOpaquePyObject`).
     pub handle: *mut c_void,
 }
 

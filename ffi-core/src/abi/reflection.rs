@@ -74,16 +74,21 @@ pub type RFFIObjectCreator = Option<unsafe extern "C" fn(result: *mut RFFIObject
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct RFFIFieldInfo {
+    /// The field's name (UTF-8).
     pub name: RFFIByteArray,
+    /// Its docstring; may be empty.
     pub doc: RFFIByteArray,
     /// JSON text, such as `{"type_schema": {"type": "int"}}`; may be empty.
     pub metadata: RFFIByteArray,
     /// `kRFFIFieldFlagBitMask*`.
     pub flags: i64,
+    /// The field's size in bytes (what a built-in accessor reads and writes).
     pub size: i64,
+    /// The field's alignment in bytes.
     pub alignment: i64,
     /// Byte offset from the object header.
     pub offset: i64,
+    /// Reads the field; NULL for a built-in accessor.
     pub getter: RFFIFieldGetter,
     /// An `RFFIFieldSetter`, or a Function object with `kRFFIFieldFlagBitMaskSetterIsFunctionObj`.
     pub setter: *mut c_void,
@@ -98,12 +103,15 @@ pub struct RFFIFieldInfo {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct RFFIMethodInfo {
+    /// The method's name (UTF-8).
     pub name: RFFIByteArray,
+    /// Its docstring; may be empty.
     pub doc: RFFIByteArray,
     /// JSON text, such as `{"type_schema": ...}`; may be empty.
     pub metadata: RFFIByteArray,
     /// `kRFFIFieldFlagBitMaskIsStaticMethod` for a static method.
     pub flags: i64,
+    /// The method: a value holding a Function.
     pub method: RFFIAny,
 }
 
@@ -111,11 +119,14 @@ pub struct RFFIMethodInfo {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct RFFITypeMetadata {
+    /// The type's docstring; may be empty.
     pub doc: RFFIByteArray,
     /// Makes an object with every field at its default, or NULL.
     pub creator: RFFIObjectCreator,
     /// Size of the object in bytes, header included.
     pub total_size: i32,
+    /// How structural equality and hashing treat the type (tvm-ffi's `TVMFFISEqHashKind`; 0: not
+    /// supported).
     pub structural_eq_hash_kind: i32,
 }
 
@@ -123,14 +134,19 @@ pub struct RFFITypeMetadata {
 /// methods and metadata. The runtime owns it; it lives as long as the process.
 #[repr(C)]
 pub struct RFFITypeInfo {
+    /// The type's index.
     pub type_index: i32,
     /// Number of ancestors: 0 for a root type (`ffi.Object` and the POD pseudo-types).
     pub type_depth: i32,
+    /// The type's key (`"my.Point"`).
     pub type_key: RFFIByteArray,
     /// `type_ancestors[d]` is the ancestor at depth `d`, for `d < type_depth`.
     pub type_ancestors: *const *const RFFITypeInfo,
+    /// A hash of `type_key`.
     pub type_key_hash: u64,
+    /// The number of entries of `fields`.
     pub num_fields: i32,
+    /// The number of entries of `methods`.
     pub num_methods: i32,
     /// The type's own fields (not its ancestors').
     pub fields: *const RFFIFieldInfo,

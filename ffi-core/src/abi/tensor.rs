@@ -12,7 +12,9 @@ use core::ffi::{c_char, c_void};
 /// this prefix; C code must not assume the object is exactly this size.
 #[repr(C)]
 pub struct RFFITensorObject {
+    /// The object header (`type_index` is `kRFFITensor`).
     pub header: RFFIObject,
+    /// The tensor's description, at offset 24.
     pub dl_tensor: DLTensor,
 }
 

@@ -1,12 +1,20 @@
 //! The vectorcall entry of every `rffi.Function` instance: convert the arguments (`convert`),
-//! call the function (the GIL released unless the Function's `release_gil` is false), convert
-//! the result; anything the native path leaves alone goes to the package's Python call path.
+//! call the function, convert the result; anything the native path leaves alone goes to the
+//! package's Python call path.
+//!
+//! The GIL is released around the native function (see `gil`) unless the call keeps it: the
+//! Function's `release_gil` is false (the package sets that for functions declared non-blocking
+//! and for Functions made from Python callables), or it is declared non-blocking with its
+//! arguments and every Function argument of this call keeps the GIL or is a Python callable.
+//! Python code behind our callback trampoline needs the GIL at once and gives it up itself
+//! wherever Python would, as when CPython's own C functions (`sorted`, `map`) call Python
+//! callbacks with the GIL held.
 
 use super::convert::{call2, pack, plain_to_python, Packed, MAX_ARGS};
 use super::cpython::*;
 use super::function_type::fields;
-use super::object_type;
 use super::tensors::Imports;
+use super::{gil, object_type};
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -223,9 +231,10 @@ unsafe fn call(
 ) -> PyObj {
     // SAFETY: GIL held; `kwnames` is NULL or a tuple.
     let has_kw = !kwnames.is_null() && unsafe { (api.PyTuple_Size)(kwnames) } != 0;
-    let release = fields(h, callable).release_gil != 0;
     // SAFETY: instances of the Function type use the wrapper storage (checked when it was made).
     let handle = unsafe { object_type::fields(callable) }.handle;
+    let policy = fields(h, callable);
+    let mut release = policy.release_gil != 0;
     if has_kw || n > MAX_ARGS || handle == 0 {
         // SAFETY: forwarded.
         return unsafe { forward(api, h.fallback, Some(callable), args, n, kwnames) };
@@ -237,7 +246,11 @@ unsafe fn call(
     let mut imports = Imports::new(h.rt);
     // SAFETY: GIL held; `n` live arguments.
     match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
-        Packed::Ready => {}
+        Packed::Ready { blocking_function } => {
+            if policy.gil_with_arguments != 0 && !blocking_function {
+                release = false;
+            }
+        }
         Packed::Python { error: true } => return std::ptr::null_mut(),
         // SAFETY: GIL held, the failing thread.
         Packed::Runtime => return unsafe { raise_runtime_error(api, h) },
@@ -250,19 +263,13 @@ unsafe fn call(
     // SAFETY: all-zero is the None value the result slot must hold before the call.
     let mut result: RFFIAny = unsafe { std::mem::zeroed() };
     let func = handle as usize as RFFIObjectHandle;
-    let rc = if release {
-        // SAFETY: the GIL is held here and re-taken before anything touches Python again; the
-        // call itself only reads the packed values, whose referents (the argument objects) the
-        // caller keeps alive. RFFIFunctionCall catches panics itself.
-        unsafe {
-            let ts = (api.PyEval_SaveThread)();
-            let rc = (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result);
-            (api.PyEval_RestoreThread)(ts);
-            rc
-        }
-    } else {
-        // SAFETY: as above, with the GIL kept.
-        unsafe { (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result) }
+    // SAFETY: GIL held; the call only reads the packed values, whose referents (the argument
+    // objects) the caller keeps alive, and touches Python only through callbacks, which take the
+    // GIL themselves. RFFIFunctionCall catches panics itself.
+    let rc = unsafe {
+        gil::call_from_python(api, release, || {
+            (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result)
+        })
     };
     // Streams restored and tensors released with the GIL held: a producer's deleter may need it.
     imports.release();

@@ -1,16 +1,18 @@
 //! Python callables as runtime Functions, called without ctypes' callback thunk.
 //!
 //! The Function's context is the callable itself (a reference the Function owns, released by
-//! its deleter). A call takes the GIL, converts the plain argument kinds (None, bool, int, float,
-//! short str) in Rust and hands every other kind to the package's decoder of borrowed values,
-//! calls the callable, and stores a None/bool/int/float result in Rust or hands it to the
-//! package's writer of owned results. A Python exception goes to the package's
+//! its deleter). A call takes the GIL (`gil::enter`: no hand-off when the thread holds it, the
+//! recorded thread state when a call from Python on this thread released it, PyGILState
+//! elsewhere), converts the plain argument kinds (None, bool, int, float, short str) in Rust and
+//! hands every other kind to the package's decoder of borrowed values, calls the callable
+//! (vectorcall: no argument tuple), and stores a None/bool/int/float result in Rust or hands it
+//! to the package's writer of owned results. A Python exception goes to the package's
 //! `set_raised_from_python` rules, so the Error, its identity across nesting and the Python frames
 //! in its backtrace are the same as with the ctypes trampoline.
 
 use super::convert::{call2, plain_to_python};
 use super::cpython::*;
-use super::{hooks, Hooks};
+use super::{gil, hooks, Hooks};
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -47,9 +49,9 @@ unsafe extern "C" fn release(ctx: *mut c_void) {
             if (api.Py_IsInitialized)() == 0 {
                 return;
             }
-            let gil = (api.PyGILState_Ensure)();
+            let entered = gil::enter(api);
             (api.Py_DecRef)(ctx.cast());
-            (api.PyGILState_Release)(gil);
+            gil::leave(api, entered);
         }
     });
 }
@@ -71,9 +73,9 @@ unsafe extern "C" fn call(
             if (api.Py_IsInitialized)() == 0 {
                 return fail(c"rffi: a Python callback was called after the interpreter exited");
             }
-            let gil = (api.PyGILState_Ensure)();
+            let entered = gil::enter(api);
             let rc = call_with_gil(api, h, ctx.cast(), args, num_args.max(0) as usize, result);
-            (api.PyGILState_Release)(gil);
+            gil::leave(api, entered);
             rc
         }
     }));
@@ -98,22 +100,31 @@ unsafe fn call_with_gil(
     n: usize,
     result: *mut RFFIAny,
 ) -> i32 {
-    // SAFETY: GIL held; `PyTuple_SetItem` steals each argument reference; every new reference is
-    // released on all paths.
+    // SAFETY: GIL held; every argument made here is a new reference, released on all paths.
     unsafe {
-        let tuple = (api.PyTuple_New)(n as Py_ssize_t);
-        if tuple.is_null() {
-            return raise_python_error(api, h);
-        }
+        let mut stack = [std::ptr::null_mut(); 8];
+        let mut heap = Vec::new();
+        let argv: &mut [PyObj] = if n <= stack.len() {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, std::ptr::null_mut());
+            &mut heap
+        };
+        let release_all = |argv: &[PyObj]| {
+            for &a in argv {
+                (api.Py_DecRef)(a);
+            }
+        };
         for k in 0..n {
             let a = arg_to_python(api, h, &*args.add(k));
-            if a.is_null() || (api.PyTuple_SetItem)(tuple, k as Py_ssize_t, a) != 0 {
-                (api.Py_DecRef)(tuple);
+            if a.is_null() {
+                release_all(&argv[..k]);
                 return raise_python_error(api, h);
             }
+            argv[k] = a;
         }
-        let r = (api.PyObject_CallObject)(callable, tuple);
-        (api.Py_DecRef)(tuple);
+        let r = (api.PyObject_VectorcallDict)(callable, argv.as_ptr(), n, std::ptr::null_mut());
+        release_all(argv);
         if r.is_null() {
             return raise_python_error(api, h);
         }

@@ -10,6 +10,7 @@
 
 use super::callback;
 use super::cpython::*;
+use super::function_type::fields;
 use super::object_type;
 use super::tensors::{self, ImportError, Imports};
 use super::Hooks;
@@ -34,11 +35,11 @@ pub(super) mod native {
 
 /// The outcome of converting the arguments.
 pub(super) enum Packed {
-    Ready,
+    /// Converted; `blocking_function`: a Function argument may block (its wrapper releases the
+    /// GIL, and it is not a Python callable).
+    Ready { blocking_function: bool },
     /// A kind the native path leaves to Python, or a Python error already set (`error`).
-    Python {
-        error: bool,
-    },
+    Python { error: bool },
     /// An rffi Error raised on this thread (a tensor argument the runtime refused).
     Runtime,
 }
@@ -162,6 +163,7 @@ pub(super) unsafe fn pack(
     arrays: &mut [RFFIByteArray; MAX_ARGS],
     imports: &mut Imports,
 ) -> Packed {
+    let mut blocking_function = false;
     for k in 0..n {
         // SAFETY: GIL held; `k < n` borrowed, live arguments (vectorcall contract), which the
         // caller keeps alive for the whole call.
@@ -177,13 +179,36 @@ pub(super) unsafe fn pack(
             )
         };
         match done {
-            Ok(true) => {}
+            Ok(true) => {
+                // SAFETY: GIL held; argument `k` is live.
+                blocking_function |= out[k].type_index == kRFFIFunction
+                    && unsafe { may_block(api, h, *args.add(k)) };
+            }
             Ok(false) => return Packed::Python { error: false },
             Err(Failed::Python) => return Packed::Python { error: true },
             Err(Failed::Runtime) => return Packed::Runtime,
         }
     }
-    Packed::Ready
+    Packed::Ready { blocking_function }
+}
+
+/// Whether the argument `a`, passed as a Function, may block: not when it is a Function wrapper
+/// that keeps the GIL (declared non-blocking, made from a Python callable, or set so by the
+/// user), nor a Python callable made into a Function for this call.
+///
+/// # Safety
+/// GIL held; `a` live.
+unsafe fn may_block(api: &Api, h: &Hooks, a: PyObj) -> bool {
+    // SAFETY: GIL held; Function wrappers carry the native fields.
+    unsafe {
+        let t = api.type_of(a);
+        if t == h.func_type || (api.PyType_IsSubtype)(t, h.func_type) != 0 {
+            return fields(h, a).release_gil != 0;
+        }
+        // Anything else reaches a Function slot as a Python callable (made here) or as a
+        // wrapper of another kind, whose function is unknown.
+        kind_code(api, h, t) != Some(native::CALLABLE)
+    }
 }
 
 /// Why an argument was not converted (`Ok(false)`: left to the Python rules, nothing set).
@@ -371,31 +396,29 @@ pub(super) unsafe fn plain_to_python(api: &Api, v: &RFFIAny) -> Option<PyObj> {
 }
 
 /// `f(x, y)`, stealing `x` and `y`: `Some` of the call's result (NULL when it raised), or `None`
-/// when `f` was not called (a NULL argument from a failed conversion, or no tuple: a Python
-/// error is set).
+/// when `f` was not called (a NULL argument from a failed conversion: a Python error is set).
 ///
 /// # Safety
 /// GIL held.
 pub(super) unsafe fn call2(api: &Api, f: PyObj, x: PyObj, y: PyObj) -> Option<PyObj> {
-    // SAFETY: GIL held; the tuple steals both references.
+    // SAFETY: GIL held; both references are ours and released here.
     unsafe {
-        let tuple = if x.is_null() || y.is_null() {
-            std::ptr::null_mut()
+        let r = if x.is_null() || y.is_null() {
+            None
         } else {
-            (api.PyTuple_New)(2)
+            let argv = [x, y];
+            Some((api.PyObject_VectorcallDict)(
+                f,
+                argv.as_ptr(),
+                2,
+                std::ptr::null_mut(),
+            ))
         };
-        if tuple.is_null() {
-            for o in [x, y] {
-                if !o.is_null() {
-                    (api.Py_DecRef)(o);
-                }
+        for o in [x, y] {
+            if !o.is_null() {
+                (api.Py_DecRef)(o);
             }
-            return None;
         }
-        (api.PyTuple_SetItem)(tuple, 0, x);
-        (api.PyTuple_SetItem)(tuple, 1, y);
-        let r = (api.PyObject_CallObject)(f, tuple);
-        (api.Py_DecRef)(tuple);
-        Some(r)
+        r
     }
 }

@@ -40,6 +40,33 @@ pub(crate) struct PyMemberDef {
     pub doc: *const c_char,
 }
 
+impl PyMemberDef {
+    /// A member `name` of `type_code` at `offset` in the instance.
+    pub(crate) const fn new(
+        name: &'static std::ffi::CStr,
+        type_code: c_int,
+        offset: usize,
+        flags: c_int,
+    ) -> PyMemberDef {
+        PyMemberDef {
+            name: name.as_ptr(),
+            type_code,
+            offset: offset as Py_ssize_t,
+            flags,
+            doc: std::ptr::null(),
+        }
+    }
+
+    /// The NULL entry that ends a member table.
+    pub(crate) const END: PyMemberDef = PyMemberDef {
+        name: std::ptr::null(),
+        type_code: 0,
+        offset: 0,
+        flags: 0,
+        doc: std::ptr::null(),
+    };
+}
+
 #[repr(C)]
 pub(crate) struct PyMethodDef {
     pub name: *const c_char,

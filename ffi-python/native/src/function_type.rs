@@ -19,25 +19,14 @@ pub(super) struct Fields {
     pub vectorcall: VectorcallFunc,
     /// Non-zero: the native call runs with the GIL released (the default).
     pub release_gil: u8,
-    _pad: [u8; 7],
+    /// Non-zero: the function is non-blocking when the Functions passed as its arguments are
+    /// (declared `"nonblocking": "with_arguments"`): a call whose Function arguments all keep
+    /// the GIL, or are Python callables, keeps it too.
+    pub gil_with_arguments: u8,
+    _pad: [u8; 6],
 }
 
 const _: () = assert!(core::mem::size_of::<Fields>() == 16);
-
-const fn member(
-    name: &'static std::ffi::CStr,
-    type_code: c_int,
-    offset: isize,
-    flags: c_int,
-) -> PyMemberDef {
-    PyMemberDef {
-        name: name.as_ptr(),
-        type_code,
-        offset,
-        flags,
-        doc: std::ptr::null(),
-    }
-}
 
 /// The package's hooks (a dict, see `rffi/_native.py`): the borrowed value of `name`, or NULL
 /// with a TypeError naming the missing key.
@@ -114,16 +103,16 @@ pub(super) unsafe fn make_function_type(
     // The member table (offsets from the instance start): leaked, as the type may refer to it
     // for its whole life on some versions; built once per type (normally once per process). The
     // handle and type index are the wrapper storage's members, inherited.
-    let members: &'static mut [PyMemberDef; 3] = Box::leak(Box::new([
-        member(c"__vectorcalloffset__", T_PYSSIZET, base as isize, READONLY),
-        member(c"release_gil", T_BOOL, (base + 8) as isize, 0),
+    let members: &'static mut [PyMemberDef; 4] = Box::leak(Box::new([
+        PyMemberDef::new(c"__vectorcalloffset__", T_PYSSIZET, base, READONLY),
         PyMemberDef {
-            name: std::ptr::null(),
-            type_code: 0,
-            offset: 0,
-            flags: 0,
-            doc: std::ptr::null(),
+            doc: c"Whether a call releases the GIL while the native function runs (True unless \
+                   the function is declared non-blocking; see rffi.get_global_func)."
+                .as_ptr(),
+            ..PyMemberDef::new(c"release_gil", T_BOOL, base + 8, 0)
         },
+        PyMemberDef::new(c"_gil_with_arguments", T_BOOL, base + 9, 0),
+        PyMemberDef::END,
     ]));
     let members = members.as_mut_ptr();
     let mut slots = [

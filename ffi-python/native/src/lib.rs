@@ -19,8 +19,8 @@
 //! conversion rules (and their error messages) stay in one place.
 //!
 //! Everything here runs with the GIL held (the entry points are called from the interpreter or
-//! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function's
-//! `release_gil` is false.
+//! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function
+//! keeps it (see `gil` and `call`), and the callbacks, which take it back (`gil`).
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
 
 mod builtins;
@@ -29,6 +29,7 @@ mod callback;
 mod convert;
 mod cpython;
 mod function_type;
+mod gil;
 mod object_type;
 pub mod runtime;
 mod tensors;
@@ -158,7 +159,8 @@ pub unsafe extern "C" fn rffi_python_make_object_storage() -> *mut c_void {
 /// multiple of 8; the native fields follow it), and `hooks` a dict of the package's functions
 /// and facts by name (`fallback`, `take_raised`, `decode`, `table`, `resolve`, `decoders`,
 /// `classes`, `decode_arg`, `write_owned`, `callback_failed`; see [`Hooks`] and the package's
-/// `rffi/_native.py`). Instances add the members `release_gil` and `__vectorcalloffset__`.
+/// `rffi/_native.py`). Instances add the members `release_gil`, `_gil_with_arguments` and
+/// `__vectorcalloffset__`.
 /// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///

@@ -142,21 +142,6 @@ unsafe extern "C" fn dealloc(o: PyObj) {
     });
 }
 
-const fn member(
-    name: &'static std::ffi::CStr,
-    type_code: c_int,
-    offset: usize,
-    flags: c_int,
-) -> PyMemberDef {
-    PyMemberDef {
-        name: name.as_ptr(),
-        type_code,
-        offset: offset as isize,
-        flags,
-        doc: std::ptr::null(),
-    }
-}
-
 /// Makes the storage type (once per process; later calls return it again): a new reference, or
 /// NULL with a Python error set.
 ///
@@ -174,17 +159,11 @@ pub(crate) unsafe fn make(api: &'static Api) -> PyObj {
     // are read-only (a replaced handle would be released or passed without a reference). The
     // table is leaked: the type refers to it for its whole life.
     let members: &'static mut [PyMemberDef; 5] = Box::leak(Box::new([
-        member(c"_h", T_LONGLONG, header, 0),
-        member(c"_ti", T_INT, header + 8, 0),
-        member(c"_handle", T_LONGLONG, header, READONLY),
-        member(c"_tidx", T_INT, header + 8, READONLY),
-        PyMemberDef {
-            name: std::ptr::null(),
-            type_code: 0,
-            offset: 0,
-            flags: 0,
-            doc: std::ptr::null(),
-        },
+        PyMemberDef::new(c"_h", T_LONGLONG, header, 0),
+        PyMemberDef::new(c"_ti", T_INT, header + 8, 0),
+        PyMemberDef::new(c"_handle", T_LONGLONG, header, READONLY),
+        PyMemberDef::new(c"_tidx", T_INT, header + 8, READONLY),
+        PyMemberDef::END,
     ]));
     let slot = |slot: c_int, pfunc: *mut c_void| PyType_Slot { slot, pfunc };
     let mut slots = [

@@ -83,3 +83,30 @@ EXPORT int __rffi_call_in_thread(void* self, const RFFIAny* args, int32_t n, RFF
   *result = j.result;
   return 0;
 }
+
+/* call_here_then_in_thread(f, x) = f(f(x)): the inner call on the calling thread, the outer one on
+ * a new native thread that this call waits for (the first callback must give the GIL back). */
+EXPORT int __rffi_call_here_then_in_thread(void* self, const RFFIAny* args, int32_t n,
+                                           RFFIAny* result) {
+  (void)self;
+  if (!rffi_plugin_host_api) return fail("RuntimeError", "no host table");
+  if (n != 2 || args[0].type_index != kRFFIFunction) {
+    return fail("TypeError", "call_here_then_in_thread(f, x)");
+  }
+  struct job j;
+  memset(&j, 0, sizeof j);
+  j.f = (RFFIObjectHandle)args[0].v.v_obj;
+  if (rffi_plugin_host_api->function_call(j.f, &args[1], 1, &j.arg) != 0) return -1;
+  pthread_t t;
+  if (pthread_create(&t, NULL, run_job, &j) != 0) return fail("RuntimeError", "pthread_create");
+  pthread_join(t, NULL);
+  if (j.arg.type_index >= kRFFIStaticObjectBegin) {
+    rffi_plugin_host_api->object_dec_ref((RFFIObjectHandle)j.arg.v.v_obj);
+  }
+  if (j.rc != 0) {
+    rffi_plugin_host_api->error_set_raised(j.error);
+    return -1;
+  }
+  *result = j.result;
+  return 0;
+}

@@ -14,6 +14,7 @@ pub mod reduce;
 pub mod registry;
 pub mod session_api;
 pub mod shm;
+mod shm_data;
 mod shm_p2p;
 pub mod testing;
 
