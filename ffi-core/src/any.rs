@@ -486,14 +486,22 @@ impl From<OpaquePtr> for Any {
     }
 }
 
+// A string names a device ("cuda:1", "cpu"), as a string names a DataType.
 impl FromAny for Device {
     const EXPECTED: &'static str = "Device";
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
-        if v.0.type_index != kRFFIDevice {
-            return Err(mismatch::<Self>(v));
+        match v.0.type_index {
+            // SAFETY: Device keeps its value in v_device.
+            kRFFIDevice => Device::from_raw(unsafe { v.0.v.v_device }),
+            _ => match str_bytes_of(v) {
+                Some(b) if v.0.type_index != kRFFIByteArrayPtr => {
+                    let s = core::str::from_utf8(b).map_err(|_| "invalid UTF-8".to_owned());
+                    s.and_then(Device::parse)
+                }
+                _ => return Err(mismatch::<Self>(v)),
+            },
         }
-        // SAFETY: Device keeps its value in v_device.
-        Device::from_raw(unsafe { v.0.v.v_device }).map_err(|e| TypeMismatch {
+        .map_err(|e| TypeMismatch {
             expected: "Device",
             actual: e,
         })

@@ -32,12 +32,21 @@ register_builtin_packed!(nonblocking_with_arguments "testing.apply", |args: &[An
     f.call_views(rest)
 });
 
-register_builtin!("testing.raise_error", |kind: String,
-                                          message: String|
- -> Result<()> {
+fn raise_error(kind: String, message: String) -> Result<()> {
     crate::function_registry::check_name("an error kind", &kind)?;
     Err(Error::new(&kind, message))
-});
+}
+
+register_builtin!("testing.raise_error", raise_error);
+// tvm-ffi's name for it, so tests written against tvm-ffi's testing functions run unchanged.
+register_builtin!("testing.test_raise_error", raise_error);
+
+// A typed Device parameter: what a caller's argument (a Device, or a string naming one)
+// arrives as.
+register_builtin!(
+    "testing.schema_id_device",
+    |d: crate::Device| -> crate::Device { d }
+);
 
 register_builtin!(nonblocking "testing.object_use_count", |obj: ObjectRef| -> i64 {
     // The argument holds one reference of its own for the duration of the call.

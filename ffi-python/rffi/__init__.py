@@ -21,6 +21,7 @@ passed.
 from __future__ import annotations
 
 from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
 from ._convert import convert
@@ -62,6 +63,7 @@ _LAZY = {
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
     "method": ("rffi.dataclasses", "method"),
+    "testing": ("rffi.testing", None),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
     # tvm-ffi's module names, for code written against them.
@@ -114,6 +116,7 @@ __all__ = [
     "__version__",
     "access_path",
     "convert",
+    "convert_func",
     "dataclasses",
     "deep_copy",
     "device",
@@ -137,5 +140,6 @@ __all__ = [
     "structural",
     "structural_equal",
     "structural_hash",
+    "testing",
     "type_info",
 ]

@@ -25,6 +25,7 @@ from . import dataclasses as dataclasses
 from . import serialization as serialization
 from . import shard as shard
 from . import structural as structural
+from . import testing as testing
 from .access_path import AccessPath
 from .dataclasses import method as method
 from .session import DFunction as DFunction
@@ -65,6 +66,7 @@ __all__ = [
     "__version__",
     "access_path",
     "convert",
+    "convert_func",
     "dataclasses",
     "deep_copy",
     "device",
@@ -88,6 +90,7 @@ __all__ = [
     "structural",
     "structural_equal",
     "structural_hash",
+    "testing",
     "type_info",
 ]
 
@@ -106,6 +109,7 @@ class Object:
     def type_index(self) -> int: ...
     @property
     def type_key(self) -> str: ...
+    def __chandle__(self) -> int: ...
     def same_as(self, other: object) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
@@ -364,6 +368,7 @@ def from_dlpack(
     obj: Any, *, require_alignment: int = ..., require_contiguous: bool = ...
 ) -> Tensor: ...
 def convert(value: Any) -> Any: ...
+def convert_func(func: Callable[..., Any], tensor_cls: type | None = ...) -> Function: ...
 @overload
 def register_error(kind: _E) -> _E: ...
 @overload

@@ -116,3 +116,28 @@ def function_from_callable(f):
     finally:
         SCRATCH.append(fr)
     return _function.wrap_function(h, name)
+
+
+def convert_func(func, tensor_cls=None):
+    """The runtime Function that calls the Python callable ``func`` (what ``convert(func)``
+    gives). With ``tensor_cls`` (``torch.Tensor``, ``numpy.ndarray``, ...), tensor arguments reach
+    ``func`` as that class, imported without a copy by the ``from_dlpack`` of its package."""
+    if not callable(func):
+        raise TypeError(f"convert_func: expected a callable, got {type(func).__name__}")
+    if tensor_cls is None:
+        return function_from_callable(func)
+    package = sys.modules.get(getattr(tensor_cls, "__module__", "").partition(".")[0])
+    importer = getattr(package, "from_dlpack", None)
+    if not callable(importer):
+        raise TypeError(
+            f"convert_func: tensor_cls {getattr(tensor_cls, '__name__', tensor_cls)!r} has no "
+            "DLPack importer: rffi imports tensors with its package's `from_dlpack` (tvm-ffi's "
+            "`__dlpack_c_exchange_api__` is not used)"
+        )
+    from ._tensor import Tensor
+
+    def call(*args):
+        return func(*[importer(a) if isinstance(a, Tensor) else a for a in args])
+
+    call.__qualname__ = getattr(func, "__qualname__", "convert_func")
+    return function_from_callable(call)

@@ -114,6 +114,11 @@ class Object(STORAGE):
     def type_key(self) -> str:
         return type_key(self._ti)
 
+    def __chandle__(self) -> int:
+        """The object's address (its ``RFFIObject*``), for C code and identity checks; tvm-ffi's
+        name. The wrapper keeps the object alive, not the address."""
+        return self._h
+
     def same_as(self, other) -> bool:
         """Whether both wrap the same runtime object."""
         return isinstance(other, Object) and other._h == self._h
