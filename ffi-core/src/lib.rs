@@ -141,6 +141,7 @@ pub mod schema;
 pub mod shape;
 pub mod stream;
 pub mod string;
+pub mod structural;
 pub mod tensor;
 mod testing;
 mod testing_types;
