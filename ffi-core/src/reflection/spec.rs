@@ -286,12 +286,9 @@ macro_rules! object_type {
             );* $(;)?
         })?
     ) => {
-        $(#[doc = $doc])*
-        #[repr(C)]
-        $vis struct $name {
-            /// The object header, or the parent type this one extends.
-            pub base: $crate::__object_base!($($parent)?),
-            $($fvis $field: $fty,)*
+        $crate::__object_struct! {
+            [$(#[doc = $doc])* $vis struct $name [$($parent)?]] []
+            $($(#[$fattr $(= $fval)?])* $fvis $field: $fty,)*
         }
 
         // SAFETY: `#[repr(C)]` with the header (or the parent, which starts with it) first; the
@@ -357,6 +354,31 @@ macro_rules! object_type {
                 register: <$name as $crate::reflection::ObjectDef>::type_index,
             }
         }
+    };
+}
+
+/// The struct of an `object_type!`: its fields keep their doc comments and drop the field
+/// options (`#[default = ..]`, `#[kw_only]`, ...), which are registration, not Rust attributes.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_struct {
+    ([$(#[$sattr:meta])* $vis:vis struct $name:ident [$($parent:ty)?]] [$($out:tt)*]) => {
+        $(#[$sattr])*
+        #[repr(C)]
+        $vis struct $name {
+            /// The object header, or the parent type this one extends.
+            pub base: $crate::__object_base!($($parent)?),
+            $($out)*
+        }
+    };
+    ($head:tt [$($out:tt)*] #[doc = $doc:expr] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* #[doc = $doc]] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] #[$option:ident $(= $value:expr)?] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)*] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] $fvis:vis $field:ident : $fty:ty, $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* $fvis $field: $fty,] $($rest)* }
     };
 }
 
