@@ -17,6 +17,7 @@ pub mod function;
 pub mod module;
 pub mod object;
 pub mod reflection;
+pub mod structural;
 pub mod tensor;
 pub mod value;
 

@@ -112,6 +112,7 @@ pub mod schema;
 pub mod shape;
 pub mod stream;
 pub mod string;
+pub mod structural;
 pub mod tensor;
 mod testing;
 mod testing_types;

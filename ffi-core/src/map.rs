@@ -138,6 +138,14 @@ impl Map {
             .iter()
             .map(|(k, v)| (k.view(), v.view()))
     }
+
+    /// The entry at position `i` of the insertion order.
+    pub(crate) fn entry_at(&self, i: usize) -> Option<(AnyView<'_>, AnyView<'_>)> {
+        self.body()
+            .entries
+            .get(i)
+            .map(|(k, v)| (k.view(), v.view()))
+    }
 }
 
 impl core::fmt::Debug for Map {

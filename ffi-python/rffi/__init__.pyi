@@ -20,9 +20,13 @@ from typing import Any, SupportsIndex, TypeVar, overload
 
 from typing_extensions import Self
 
+from . import access_path as access_path
 from . import dataclasses as dataclasses
+from . import serialization as serialization
 from . import shard as shard
+from . import structural as structural
 from . import testing as testing
+from .access_path import AccessPath
 from .dataclasses import method as method
 from .session import DFunction as DFunction
 from .session import DModule as DModule
@@ -60,12 +64,15 @@ __all__ = [
     "ThreadSession",
     "TypeSchema",
     "__version__",
+    "access_path",
     "convert",
     "convert_func",
     "dataclasses",
+    "deep_copy",
     "device",
     "dtype",
     "from_dlpack",
+    "get_first_structural_mismatch",
     "get_global_func",
     "get_global_func_metadata",
     "get_registered_type_keys",
@@ -77,7 +84,12 @@ __all__ = [
     "register_global_func",
     "register_object",
     "remove_global_func",
+    "repr_print",
+    "serialization",
     "shard",
+    "structural",
+    "structural_equal",
+    "structural_hash",
     "testing",
     "type_info",
 ]
@@ -372,3 +384,14 @@ def register_object(type_key: _O) -> _O: ...
 def register_object(type_key: str | None = None) -> Callable[[_O], _O]: ...
 def type_info(key_or_index: str | int) -> dict[str, Any]: ...
 def get_registered_type_keys() -> list[str]: ...
+def structural_equal(
+    lhs: Any, rhs: Any, map_free_vars: bool = ..., skip_tensor_content: bool = ...
+) -> bool: ...
+def structural_hash(
+    value: Any, map_free_vars: bool = ..., skip_tensor_content: bool = ...
+) -> int: ...
+def get_first_structural_mismatch(
+    lhs: Any, rhs: Any, map_free_vars: bool = ..., skip_tensor_content: bool = ...
+) -> tuple[AccessPath, AccessPath] | None: ...
+def deep_copy(value: Any) -> Any: ...
+def repr_print(value: Any, width: int = ...) -> str: ...

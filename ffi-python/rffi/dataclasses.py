@@ -8,6 +8,11 @@ annotation's type schema when written), so Rust and C code read them by name lik
 object's. Both take the options of Python's ``dataclasses.dataclass`` that apply (``init``,
 ``repr``, ``eq``, ``frozen``, ``unsafe_hash``) and ``field(default=..., default_factory=...,
 init=..., repr=..., compare=..., hash=..., kw_only=...)`` and ``KW_ONLY``.
+
+Structural equality (``rffi.structural_equal``) compares objects by their fields; a type's role is
+``structural_eq="tree"`` (the default), ``"var"`` (a variable: equal to itself, or to the one it
+is bound to at a definition), ``"dag"`` (sharing counts), ``"const-tree"`` or ``"singleton"``
+(identity only), and a field's is ``field(structural_eq="ignore" | "def" | "identity")``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from ._object_model import (
     FLAG_KW_ONLY,
     FLAG_REPR_OFF,
     FLAG_WRITABLE,
+    STRUCTURAL_FIELD_FLAGS,
+    STRUCTURAL_KINDS,
     _ffi,
     install_members,
     type_info,
@@ -83,6 +90,7 @@ class Field:
         "annotation",
         "schema",
         "frozen",
+        "structural_eq",
     )
 
     def __init__(
@@ -96,9 +104,15 @@ class Field:
         kw_only=MISSING,
         doc="",
         frozen=False,
+        structural_eq=None,
     ):
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
+        if structural_eq not in STRUCTURAL_FIELD_FLAGS:
+            raise ValueError(
+                f"field(structural_eq={structural_eq!r}): expected one of "
+                f"{sorted(k for k in STRUCTURAL_FIELD_FLAGS if k)} or None"
+            )
         self.name = None
         self.default = default
         self.default_factory = default_factory
@@ -111,6 +125,7 @@ class Field:
         self.annotation = typing.Any
         self.schema = None
         self.frozen = frozen
+        self.structural_eq = structural_eq
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r}, default={self.default!r}, kw_only={self.kw_only!r})"
@@ -135,10 +150,24 @@ def field(
     kw_only=MISSING,
     doc="",
     frozen=False,
+    structural_eq=None,
 ) -> Field:
     """Options of one field, as ``dataclasses.field``; ``frozen=True`` makes this one field
-    read-only in every language (``frozen=True`` on the class makes them all so)."""
-    return Field(default, default_factory, init, repr, compare, hash, kw_only, doc, frozen)
+    read-only in every language (``frozen=True`` on the class makes them all so);
+    ``structural_eq`` is ``"ignore"`` (left out of structural equality and hashing), ``"def"``
+    (variables are bound here) or ``"identity"`` (compared by identity)."""
+    return Field(
+        default,
+        default_factory,
+        init,
+        repr,
+        compare,
+        hash,
+        kw_only,
+        doc,
+        frozen=frozen,
+        structural_eq=structural_eq,
+    )
 
 
 def fields(cls_or_obj) -> tuple:
@@ -183,6 +212,9 @@ def _runtime_fields(info: dict) -> list:
                 kw_only=bool(flags & FLAG_KW_ONLY),
                 doc=f["doc"],
                 frozen=not flags & FLAG_WRITABLE,
+                structural_eq=next(
+                    (k for k, bit in STRUCTURAL_FIELD_FLAGS.items() if bit and flags & bit), None
+                ),
             )
             fd.name = f["name"]
             out.append(fd)
@@ -297,8 +329,28 @@ def _frozen_setter(name):
     return fset
 
 
-def c_class(type_key: str, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False):
-    """Binds a class to the Rust/C type ``type_key`` with dataclass behaviour."""
+def _structural_kind(structural_eq) -> int:
+    if structural_eq not in STRUCTURAL_KINDS:
+        raise ValueError(
+            f"structural_eq={structural_eq!r}: expected one of "
+            f"{sorted(k for k in STRUCTURAL_KINDS if k)} or None"
+        )
+    return STRUCTURAL_KINDS[structural_eq]
+
+
+def c_class(
+    type_key: str,
+    *,
+    init=True,
+    repr=True,
+    eq=True,
+    frozen=False,
+    unsafe_hash=False,
+    structural_eq=None,
+):
+    """Binds a class to the Rust/C type ``type_key`` with dataclass behaviour; ``structural_eq``
+    sets the type's role in structural equality (see the module docs)."""
+    kind = _structural_kind(structural_eq)
 
     def bind(cls):
         if not issubclass(cls, Object):
@@ -308,6 +360,8 @@ def c_class(type_key: str, *, init=True, repr=True, eq=True, frozen=False, unsaf
                 {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
             )
         info = type_info(type_key)
+        if kind:
+            _ffi("ffi.TypeSetStructuralEqHashKind")(info["type_index"], kind)
         install_members(cls, info)
         all_fields = _runtime_fields(info)
         if init and "__init__" not in cls.__dict__:
@@ -354,10 +408,19 @@ def _own_fields(cls) -> list:
 
 
 def py_class(
-    type_key: str | None = None, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False
+    type_key: str | None = None,
+    *,
+    init=True,
+    repr=True,
+    eq=True,
+    frozen=False,
+    unsafe_hash=False,
+    structural_eq=None,
 ):
     """Defines the runtime type ``type_key`` (default: module.qualname) from a class's annotated
-    fields; instances store them in the runtime object."""
+    fields; instances store them in the runtime object. ``structural_eq`` sets the type's role in
+    structural equality (see the module docs)."""
+    kind = _structural_kind(structural_eq)
 
     def define(cls):
         key = type_key or f"{cls.__module__}.{cls.__qualname__}"
@@ -377,7 +440,8 @@ def py_class(
                 "flags": (FLAG_KW_ONLY if f.kw_only else 0)
                 | (0 if f.init else FLAG_INIT_OFF)
                 | (0 if f.repr else FLAG_REPR_OFF)
-                | (0 if f.compare else FLAG_COMPARE_OFF),
+                | (0 if f.compare else FLAG_COMPARE_OFF)
+                | STRUCTURAL_FIELD_FLAGS[f.structural_eq],
                 "type_schema": f.schema.to_json(),
                 "frozen": bool(frozen or f.frozen),
             }
@@ -385,6 +449,8 @@ def py_class(
         ]
         parent_index = parent.__rffi_type_index__ if parent is not None else None
         index = _ffi("ffi.TypeRegisterValueType")(key, parent_index, json.dumps(spec))
+        if kind:
+            _ffi("ffi.TypeSetStructuralEqHashKind")(index, kind)
         if cls.__doc__:
             _ffi("ffi.TypeRegisterDoc")(index, cls.__doc__)
         ns = {

@@ -37,6 +37,37 @@ pub unsafe trait ObjectDef: Sized + Send + Sync + 'static {
     const TYPE_KEY: &'static str;
     /// The registered index (registering the type, its parents and members on first use).
     fn type_index() -> i32;
+    /// The value made from every field's value in `all_fields` order (the parent's first),
+    /// starting at `values[*at]` and advancing `at`: how structural copies and deserialization
+    /// rebuild a type whose fields only Rust can construct.
+    fn from_field_values(values: &[AnyView<'_>], at: &mut usize) -> crate::Result<Self>;
+}
+
+/// The next field value for `from_field_values`, or a TypeError naming the missing field.
+#[doc(hidden)]
+pub fn next_field_value<'a, 'v>(
+    values: &'a [AnyView<'v>],
+    at: &mut usize,
+    key: &str,
+    field: &str,
+) -> crate::Result<&'a AnyView<'v>> {
+    let v = values.get(*at).ok_or_else(|| {
+        Error::type_error(format!(
+            "`{key}` from fields: no value for field `{field}` (got {})",
+            values.len()
+        ))
+    })?;
+    *at += 1;
+    Ok(v)
+}
+
+/// A field value that is not of the field's type: the TypeError of `from_field_values`.
+#[doc(hidden)]
+pub fn field_value_error(key: &str, field: &str, e: Error) -> Error {
+    Error::type_error(format!(
+        "`{key}` from fields: field `{field}`: {}",
+        e.message()
+    ))
 }
 
 /// A strong reference to an object of the Rust type `T` (or of a type derived from it).
@@ -134,6 +165,10 @@ pub trait FieldValue: Send + Sync + 'static {
     /// The type schema as JSON text, such as `{"type":"int"}`.
     fn schema() -> String;
     fn get(&self) -> Any;
+    /// The field from a value (a TypeError if it does not convert).
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self>
+    where
+        Self: Sized;
     /// The setter of a writable field type (only `Mut<T>`).
     fn setter() -> RFFIFieldSetter {
         None
@@ -149,6 +184,9 @@ macro_rules! field_values {
             }
             fn get(&self) -> Any {
                 Any::from(self.clone())
+            }
+            fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+                v.try_as::<$t>()
             }
         }
     )*};
@@ -181,6 +219,9 @@ impl<T: ObjectDef> FieldValue for Obj<T> {
     fn get(&self) -> Any {
         Any::from(self.clone())
     }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        v.try_as::<Obj<T>>()
+    }
 }
 
 impl<T: FieldValue + Clone> FieldValue for Option<T>
@@ -193,6 +234,13 @@ where
     }
     fn get(&self) -> Any {
         self.clone().into()
+    }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        if v.is_none() {
+            Ok(None)
+        } else {
+            T::from_value(v).map(Some)
+        }
     }
 }
 
@@ -233,6 +281,9 @@ impl<T: FieldValue + FromAny + Clone> FieldValue for Mut<T> {
     }
     fn get(&self) -> Any {
         Mut::get(self).get()
+    }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        T::from_value(v).map(Mut::new)
     }
     fn setter() -> RFFIFieldSetter {
         Some(mut_setter::<T>)

@@ -1,11 +1,12 @@
 //! What `object_type!` expands to: builders for one field, one method and the type's metadata,
 //! each registering itself. Field options are method names: `#[default = v]`,
 //! `#[default_factory = f]`, `#[kw_only]`, `#[init_off]`, `#[repr_off]`, `#[compare_off]`,
-//! `#[hash_off]`, and `#[doc = ...]` (what `///` becomes).
+//! `#[hash_off]`, `#[structural_eq_ignore]`, `#[structural_eq_def]`, `#[structural_eq_identity]`,
+//! and `#[doc = ...]` (what `///` becomes).
 
-use super::object_def::{field_getter, FieldValue};
+use super::object_def::{field_getter, FieldValue, Obj, ObjectDef};
 use crate::abi::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::host::byte_array;
 use crate::{Any, Function};
 
@@ -88,6 +89,21 @@ impl FieldSpec {
     }
     pub fn hash_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskHashOff;
+        self
+    }
+    /// Left out of structural equality and hashing.
+    pub fn structural_eq_ignore(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashIgnore;
+        self
+    }
+    /// A definition site: free variables first met inside are mapped to each other.
+    pub fn structural_eq_def(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashDef;
+        self
+    }
+    /// Compared structurally by identity (the same object), not by contents.
+    pub fn structural_eq_identity(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashIdentity;
         self
     }
 
@@ -180,6 +196,24 @@ pub fn register_type_doc(type_index: i32, doc_lines: &[&str], size: usize) -> Re
     };
     // SAFETY: the doc borrows a local alive for the call.
     unsafe { super::register_metadata(type_index, &meta) }
+}
+
+/// Registers `T`'s field constructor (`__ffi_from_fields__`): a Function taking every field's
+/// value in `all_fields` order and returning a new `T`.
+pub fn register_from_fields<T: ObjectDef>(type_index: i32) -> Result<()> {
+    let f = Function::from_packed(|args| {
+        let mut at = 0;
+        let v = T::from_field_values(args, &mut at)?;
+        if at != args.len() {
+            return Err(Error::type_error(format!(
+                "`{}` from fields: {} values for {at} fields",
+                T::TYPE_KEY,
+                args.len()
+            )));
+        }
+        Ok(Obj::new(v).into())
+    });
+    super::type_attr::register_type_attr(type_index, super::type_attr::FROM_FIELDS_ATTR, f.into())
 }
 
 /// The `creator` of every `object_type!` (see `register_type_doc`).
@@ -278,12 +312,29 @@ macro_rules! object_type {
                             $(let spec = spec.$mattr($($mval)?);)*
                             spec.register(index)?;
                         )*)?
+                        $crate::reflection::spec::register_from_fields::<$name>(index)?;
                         Ok(index)
                     };
                     declare().unwrap_or_else(|e| {
                         panic!("registering object type `{}`: {}", $key, e.message())
                     })
                 })
+            }
+
+            fn from_field_values(
+                values: &[$crate::AnyView<'_>],
+                at: &mut usize,
+            ) -> $crate::Result<Self> {
+                let base = $crate::__object_base_from_fields!(values, at; $($parent)?);
+                $(
+                    let $field = <$fty as $crate::reflection::FieldValue>::from_value(
+                        $crate::reflection::next_field_value(values, at, $key, stringify!($field))?,
+                    )
+                    .map_err(|e| {
+                        $crate::reflection::field_value_error($key, stringify!($field), e)
+                    })?;
+                )*
+                Ok($name { base, $($field,)* })
             }
         }
 
@@ -303,6 +354,17 @@ macro_rules! __object_base {
     };
     ($parent:ty) => {
         $parent
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_base_from_fields {
+    ($values:ident, $at:ident;) => {
+        $crate::reflection::ObjectHeader::default()
+    };
+    ($values:ident, $at:ident; $parent:ty) => {
+        <$parent as $crate::reflection::ObjectDef>::from_field_values($values, $at)?
     };
 }
 

@@ -217,22 +217,26 @@ pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64,
     Ok((lay, rows, x.shape()[a], x.strides()[a], o.strides()[a]))
 }
 
-/// Whether every row starts 16-byte aligned (`phase_only`: at the same offset from alignment in
-/// x and out) given the base pointers and the strides of the other dims.
+/// Whether every row starts 16-byte aligned in x and out (`phase_only`: whether every row of x
+/// sits at the same distance from alignment as the same row of out, so that after peeling to
+/// alignment both are read and written in packs), from the base pointers and the strides of the
+/// other dims.
 pub fn row_alignment(x: &Tensor, o: &Tensor, axis: usize, v: i64, phase_only: bool) -> bool {
-    let lead_ok = |t: &Tensor| {
-        t.strides()
-            .iter()
-            .enumerate()
-            .all(|(i, &s)| i == axis || t.shape()[i] == 1 || s % v == 0)
-    };
     let (px, po) = (ptr(x), ptr(o));
-    let bases = if phase_only {
+    let lead = (0..x.ndim()).filter(|&i| i != axis && x.shape()[i] != 1);
+    if phase_only {
         px % 16 == po % 16
+            && lead.into_iter().all(|i| {
+                let (a, b) = (x.strides()[i], o.strides()[i]);
+                a == b || (a % v == 0 && b % v == 0)
+            })
     } else {
-        px % 16 == 0 && po % 16 == 0
-    };
-    bases && lead_ok(x) && lead_ok(o)
+        px % 16 == 0
+            && po % 16 == 0
+            && lead
+                .into_iter()
+                .all(|i| x.strides()[i] % v == 0 && o.strides()[i] % v == 0)
+    }
 }
 
 struct Call {
