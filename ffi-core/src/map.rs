@@ -107,10 +107,12 @@ impl Map {
         unsafe { body::<MapBody>(&self.0) }
     }
 
+    /// The number of entries.
     pub fn len(&self) -> usize {
         self.body().entries.len()
     }
 
+    /// Whether the map has no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -1,6 +1,9 @@
 //! `testing.*` functions registered by the runtime, for the tests of every binding.
 
-use crate::any::{Any, AnyView};
+use core::ffi::c_void;
+
+use crate::abi::RFFIAny;
+use crate::any::{Any, AnyView, OpaquePtr};
 use crate::error::{Error, Result};
 use crate::function::Function;
 use crate::function_registry::{register_builtin, register_builtin_packed};
@@ -56,3 +59,51 @@ register_builtin!(nonblocking "testing.object_use_count", |obj: ObjectRef| -> i6
 register_builtin!("testing.panic", |message: String| -> Result<()> {
     panic!("{message}")
 });
+
+/// A C function of the runtime's safe-call signature that adds one to its int argument: what a
+/// binding wraps when handed the address of a compiled function (`testing.get_add_one_c_symbol`).
+///
+/// # Safety
+/// `args` holds `num_args` valid values; `result` is null or a zeroed value the caller owns.
+unsafe extern "C" fn add_one_c_symbol(
+    _resource: *mut c_void,
+    args: *const RFFIAny,
+    num_args: i32,
+    result: *mut RFFIAny,
+) -> i32 {
+    let add_one = || -> Result<Any> {
+        if num_args != 1 || args.is_null() {
+            return Err(Error::type_error(format!(
+                "the add_one C symbol expects 1 argument but {num_args} were given"
+            )));
+        }
+        // SAFETY: the caller passes one valid value that outlives the call.
+        let views = unsafe { AnyView::slice_from_raw(args, 1) };
+        let x: i64 = views[0].try_as().map_err(|e| {
+            Error::type_error(format!(
+                "the add_one C symbol, argument #0: {}",
+                e.message()
+            ))
+        })?;
+        x.checked_add(1)
+            .map(Any::from)
+            .ok_or_else(|| Error::value_error(format!("{x} + 1 overflows int64")))
+    };
+    match add_one() {
+        Ok(value) => {
+            if !result.is_null() {
+                // SAFETY: the caller owns `result`, zeroed (no object to release).
+                unsafe { result.write(value.into_raw()) };
+            }
+            0
+        }
+        Err(e) => {
+            crate::error::set_raised(e);
+            -1
+        }
+    }
+}
+
+register_builtin!("testing.get_add_one_c_symbol", || OpaquePtr(
+    add_one_c_symbol as *mut c_void
+));

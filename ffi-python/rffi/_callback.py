@@ -141,3 +141,24 @@ def convert_func(func, tensor_cls=None):
 
     call.__qualname__ = getattr(func, "__qualname__", "convert_func")
     return function_from_callable(call)
+
+
+def function_from_c_symbol(c_symbol, keep_alive_object=None):
+    """A runtime Function calling the C function at address ``c_symbol`` (an int or a
+    ``ctypes.c_void_p``) of the runtime's safe-call signature, ``int(void* resource, const
+    RFFIAny* args, int32_t num_args, RFFIAny* result)``; ``keep_alive_object`` (a library
+    handle, say) is kept alive as long as the Function."""
+    addr = c_symbol.value if isinstance(c_symbol, ctypes.c_void_p) else c_symbol
+    if not isinstance(addr, int) or isinstance(addr, bool) or not addr:
+        raise TypeError(
+            f"expected the address of a C function (an int or ctypes.c_void_p), got {c_symbol!r}"
+        )
+    token, deleter = 0, None
+    if keep_alive_object is not None:
+        token, deleter = _next_token(), _DELETER_ADDR
+        CALLBACKS[token] = keep_alive_object
+    out = ctypes.c_void_p()
+    if _lib.FunctionCreate(token or None, addr, deleter, ctypes.byref(out)) != 0:
+        CALLBACKS.pop(token, None)
+        raise take_raised_exception()
+    return _function.wrap_function(out.value, f"<C function at {addr:#x}>")

@@ -116,8 +116,11 @@ def c_class(
     init: bool = True,
     repr: bool = True,
     eq: bool = True,
+    order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
+    kw_only: bool = False,
+    match_args: bool = True,
     structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 @overload
@@ -131,8 +134,12 @@ def py_class(
     init: bool = True,
     repr: bool = True,
     eq: bool = True,
+    order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
+    kw_only: bool = False,
+    match_args: bool = True,
+    slots: bool = False,
     structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 def method(fn: _F) -> _F: ...

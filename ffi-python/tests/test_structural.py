@@ -296,3 +296,14 @@ def test_json_errors():
             from_json_graph_str(bad)
     with pytest.raises(TypeError):
         from_json_graph_str(b"{}")
+
+
+def test_global_functions_under_tvm_ffi_names():
+    from rffi._ffi_api import DeepCopy, RecursiveEq, RecursiveLt, ReprPrint
+
+    assert ReprPrint(rffi.Array([1, "x"])) == '(1, "x")'
+    assert RecursiveEq(-0.0, 0.0) and RecursiveLt([1, 2], [1, 3])
+    with pytest.raises(TypeError):
+        RecursiveLt(1, "x")
+    n = Node("n", 1)
+    assert rffi.structural_equal(DeepCopy(n), n)

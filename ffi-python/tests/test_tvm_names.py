@@ -118,3 +118,55 @@ def test_sequence_plus_array_is_an_array():
         assert type(out) is rffi.Array and list(out) == [1, 2, 3]
     assert type(a + [4]) is rffi.Array and list(a + (4,)) == [2, 3, 4]
     assert type([] + rffi.Array([])) is rffi.Array
+
+
+def test_testing_object_types_and_create_object():
+    t = rffi.testing
+    base = t.create_object("testing.TestObjectBase")
+    assert isinstance(base, t.TestObjectBase)
+    assert (base.v_i64, base.v_f64, base.v_str) == (10, 10.0, "hello")
+    base = t.create_object("testing.TestObjectBase", v_i64=12, v_str="x")
+    assert (base.v_i64, base.v_f64, base.v_str) == (12, 10.0, "x")
+    assert base.add_i64(1) == 13
+    assert type(base).add_i64.__doc__ == "add_i64 method"
+    assert type(base).v_i64.__doc__ == "i64 field"
+    base.v_i64 = 5
+    assert base.v_i64 == 5
+    with pytest.raises(TypeError):
+        base.v_str = 1
+
+    with pytest.raises(TypeError, match="field `v_map` has no default and was not given"):
+        t.create_object("testing.TestObjectDerived")
+    with pytest.raises(TypeError, match="no field named nope"):
+        t.create_object("testing.TestObjectBase", nope=1)
+    m, a = rffi.convert({"k": 1}), rffi.convert([1, 2])
+    derived = t.create_object("testing.TestObjectDerived", v_i64=20, v_map=m, v_array=a)
+    assert isinstance(derived, t.TestObjectDerived) and isinstance(derived, t.TestObjectBase)
+    assert derived.v_map.same_as(m) and derived.v_array.same_as(a)
+    assert (derived.v_i64, derived.v_f64, derived.v_str) == (20, 10.0, "hello")
+
+    pair = t.TestIntPair(1, 2)
+    assert (pair.a, pair.b, pair.sum()) == (1, 2, 3)
+    assert t.create_object("testing.TestIntPair", a=3, b=4).sum() == 7
+
+
+def test_function_from_a_c_symbol():
+    import sys
+
+    addr = rffi.get_global_func("testing.get_add_one_c_symbol")()
+    f = rffi.Function.__from_extern_c__(addr)
+    assert isinstance(f, rffi.Function)
+    assert f(1) == 2 and rffi.testing.apply(f, 41) == 42
+    with pytest.raises(TypeError, match="argument #0"):
+        f(None)
+    with pytest.raises(TypeError, match="expects 1 argument but 2 were given"):
+        f(1, 2)
+
+    keep = [1, 2, 3]
+    base = sys.getrefcount(keep)
+    f = rffi.Function.__from_extern_c__(addr, keep_alive_object=keep)
+    assert f(2) == 3 and sys.getrefcount(keep) == base + 1
+    f = None
+    assert sys.getrefcount(keep) == base
+    with pytest.raises(TypeError, match="address of a C function"):
+        rffi.Function.__from_extern_c__(0)

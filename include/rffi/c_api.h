@@ -492,6 +492,9 @@ typedef struct RFFICallFrame {
    * The function to call (borrowed).
    */
   RFFIObjectHandle func;
+  /**
+   * How many argument values follow the header.
+   */
   int32_t num_args;
   /**
    * Zero; keeps `result` 8-byte aligned.

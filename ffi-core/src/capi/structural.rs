@@ -2,6 +2,7 @@
 //! copy, repr and JSON graphs.
 
 use super::boundary::{guard, non_null, out_ptr, utf8};
+use super::value::put;
 use crate::abi::*;
 use crate::structural::{self, Compared, Options};
 use crate::{Any, AnyView, Error};
@@ -28,15 +29,6 @@ fn options(flags: i32, f: &str) -> crate::Result<Options> {
         map_free_vars: flags & kRFFIStructuralMapFreeVars != 0,
         skip_tensor_content: flags & kRFFIStructuralSkipTensorContent != 0,
     })
-}
-
-/// Writes an owned value to a checked out-slot.
-///
-/// # Safety
-/// `out` must be writable.
-unsafe fn put(out: *mut RFFIAny, v: Any) {
-    // SAFETY: forwarded contract; ownership moves to the caller.
-    unsafe { out.write(v.into_raw()) }
 }
 
 /// See `RFFIStructuralEqual` in the C header (`include/rffi/c_api.h`).

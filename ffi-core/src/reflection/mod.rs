@@ -9,6 +9,7 @@
 mod access;
 mod builtins;
 mod object_def;
+#[doc(hidden)] // what `object_type!` expands to
 pub mod spec;
 pub mod type_attr;
 
@@ -34,6 +35,7 @@ use std::sync::Once;
 /// fields and methods) when the type registry is first asked about a run-time type, or in a
 /// plugin by its `rffi_plugin_init`.
 pub struct StaticType {
+    /// Registers the type (and its parents and members) and returns its index.
     pub register: fn() -> i32,
 }
 

@@ -34,6 +34,7 @@ impl Default for ObjectHeader {
 /// The type must be `#[repr(C)]` with the header (directly or through its parent) at offset 0,
 /// and `type_index` must return the index registered for `TYPE_KEY`.
 pub unsafe trait ObjectDef: Sized + Send + Sync + 'static {
+    /// The type's key in the type registry (`"my.Point"`).
     const TYPE_KEY: &'static str;
     /// The registered index (registering the type, its parents and members on first use).
     fn type_index() -> i32;
@@ -108,10 +109,12 @@ impl<T: ObjectDef> Obj<T> {
         }
     }
 
+    /// The reference as a plain object.
     pub fn as_object(&self) -> &ObjectRef {
         &self.0
     }
 
+    /// The reference as a plain object, consumed.
     pub fn into_object(self) -> ObjectRef {
         self.0
     }
@@ -164,6 +167,7 @@ pub trait FieldValue: Send + Sync + 'static {
     const STATIC_INDEX: i32;
     /// The type schema as JSON text, such as `{"type":"int"}`.
     fn schema() -> String;
+    /// The field's value, for the runtime's getter.
     fn get(&self) -> Any;
     /// The field from a value (a TypeError if it does not convert).
     fn from_value(v: &AnyView<'_>) -> crate::Result<Self>
@@ -249,12 +253,15 @@ where
 pub struct Mut<T>(RwLock<T>);
 
 impl<T: Clone> Mut<T> {
+    /// A field holding `v`.
     pub fn new(v: T) -> Self {
         Mut(RwLock::new(v))
     }
+    /// A copy of the current value.
     pub fn get(&self) -> T {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
+    /// Replaces the value (what a write from another language does, after its type check).
     pub fn set(&self, v: T) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = v;
     }

@@ -20,6 +20,7 @@ pub struct FieldSpec {
 }
 
 impl FieldSpec {
+    /// A field `name` of type `T` at `offset` in the struct: frozen unless `T` is `Mut<_>`.
     pub fn new<T: FieldValue>(name: &'static str, offset: usize) -> FieldSpec {
         let setter = T::setter();
         let mut flags = 0;
@@ -47,6 +48,7 @@ impl FieldSpec {
         }
     }
 
+    /// Adds a line to the docstring (one `///` line each).
     pub fn doc(mut self, line: &str) -> Self {
         if !self.doc.is_empty() {
             self.doc.push('\n');
@@ -55,12 +57,14 @@ impl FieldSpec {
         self
     }
 
+    /// `#[default = v]`: the value of the field when an object is made without one.
     pub fn default(mut self, v: impl Into<Any>) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskHasDefault;
         self.default = Some(v.into());
         self
     }
 
+    /// `#[default_factory = f]`: `f()` makes the default for each new object.
     pub fn default_factory<F, R>(mut self, f: F) -> Self
     where
         F: crate::function::TypedFn<()> + Fn() -> R,
@@ -71,22 +75,27 @@ impl FieldSpec {
         self
     }
 
+    /// `#[kw_only]`: a keyword-only parameter of generated constructors.
     pub fn kw_only(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskKwOnly;
         self
     }
+    /// `#[init_off]`: not a parameter of generated constructors.
     pub fn init_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskInitOff;
         self
     }
+    /// `#[repr_off]`: left out of `repr`.
     pub fn repr_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskReprOff;
         self
     }
+    /// `#[compare_off]`: left out of `==`.
     pub fn compare_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskCompareOff;
         self
     }
+    /// `#[hash_off]`: left out of `hash`.
     pub fn hash_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskHashOff;
         self
@@ -107,6 +116,7 @@ impl FieldSpec {
         self
     }
 
+    /// Registers the field in type `type_index`, with its schema in its metadata.
     pub fn register(mut self, type_index: i32) -> Result<()> {
         let metadata = format!(
             r#"{{"type_schema":{}}}"#,
@@ -132,6 +142,7 @@ pub struct MethodSpec {
 }
 
 impl MethodSpec {
+    /// A method `name` calling `function` (an instance method gets the object first).
     pub fn new(name: &'static str, function: Function) -> MethodSpec {
         MethodSpec {
             name,
@@ -140,6 +151,7 @@ impl MethodSpec {
             function,
         }
     }
+    /// Adds a line to the docstring (one `///` line each).
     pub fn doc(mut self, line: &str) -> Self {
         if !self.doc.is_empty() {
             self.doc.push('\n');
@@ -147,10 +159,12 @@ impl MethodSpec {
         self.doc.push_str(line.strip_prefix(' ').unwrap_or(line));
         self
     }
+    /// `#[static_method]`: called without an object.
     pub fn static_method(mut self) -> Self {
         self.flags |= kRFFIFieldFlagBitMaskIsStaticMethod;
         self
     }
+    /// Registers the method in type `type_index`, with its signature in its metadata.
     pub fn register(self, type_index: i32) -> Result<()> {
         let value = Any::from(self.function.clone());
         // The method's signature, as tvm-ffi records it: `{"type_schema": "<schema JSON>"}`.
@@ -272,12 +286,9 @@ macro_rules! object_type {
             );* $(;)?
         })?
     ) => {
-        $(#[doc = $doc])*
-        #[repr(C)]
-        $vis struct $name {
-            /// The object header, or the parent type this one extends.
-            pub base: $crate::__object_base!($($parent)?),
-            $($fvis $field: $fty,)*
+        $crate::__object_struct! {
+            [$(#[doc = $doc])* $vis struct $name [$($parent)?]] []
+            $($(#[$fattr $(= $fval)?])* $fvis $field: $fty,)*
         }
 
         // SAFETY: `#[repr(C)]` with the header (or the parent, which starts with it) first; the
@@ -343,6 +354,31 @@ macro_rules! object_type {
                 register: <$name as $crate::reflection::ObjectDef>::type_index,
             }
         }
+    };
+}
+
+/// The struct of an `object_type!`: its fields keep their doc comments and drop the field
+/// options (`#[default = ..]`, `#[kw_only]`, ...), which are registration, not Rust attributes.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_struct {
+    ([$(#[$sattr:meta])* $vis:vis struct $name:ident [$($parent:ty)?]] [$($out:tt)*]) => {
+        $(#[$sattr])*
+        #[repr(C)]
+        $vis struct $name {
+            /// The object header, or the parent type this one extends.
+            pub base: $crate::__object_base!($($parent)?),
+            $($out)*
+        }
+    };
+    ($head:tt [$($out:tt)*] #[doc = $doc:expr] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* #[doc = $doc]] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] #[$option:ident $(= $value:expr)?] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)*] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] $fvis:vis $field:ident : $fty:ty, $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* $fvis $field: $fty,] $($rest)* }
     };
 }
 

@@ -18,8 +18,11 @@ use core::cmp::Ordering;
 /// The result of a recursive comparison: an order, or (equality only) "different".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compared {
+    /// `lhs` orders before `rhs`.
     Less,
+    /// Equal.
     Equal,
+    /// `lhs` orders after `rhs`.
     Greater,
     /// Different, with no order asked for.
     Different,
@@ -51,22 +54,27 @@ pub fn recursive_compare(lhs: &AnyView<'_>, rhs: &AnyView<'_>, ordering: bool) -
     .any(lhs, rhs)
 }
 
+/// Whether `lhs` and `rhs` are equal, element by element and field by field.
 pub fn recursive_eq(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Ok(recursive_compare(lhs, rhs, false)? == Compared::Equal)
 }
 
+/// Whether `lhs` orders before `rhs` (a TypeError for values without an order).
 pub fn recursive_lt(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Ok(recursive_compare(lhs, rhs, true)? == Compared::Less)
 }
 
+/// Whether `lhs` orders before or equals `rhs` (a TypeError for values without an order).
 pub fn recursive_le(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Ok(recursive_compare(lhs, rhs, true)? != Compared::Greater)
 }
 
+/// Whether `lhs` orders after `rhs` (a TypeError for values without an order).
 pub fn recursive_gt(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Ok(recursive_compare(lhs, rhs, true)? == Compared::Greater)
 }
 
+/// Whether `lhs` orders after or equals `rhs` (a TypeError for values without an order).
 pub fn recursive_ge(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Ok(recursive_compare(lhs, rhs, true)? != Compared::Less)
 }

@@ -76,6 +76,7 @@ crate::object_type! {
 }
 
 impl AccessStep {
+    /// A step of `kind` with `key` (a field name, an index or a map key).
     pub fn new(kind: AccessKind, key: Any) -> Obj<AccessStep> {
         Obj::new(AccessStep {
             base: ObjectHeader::default(),
@@ -126,11 +127,13 @@ impl AccessPath {
         out
     }
 
+    /// Whether this path is `other` or leads to it (its steps start `other`'s).
     pub fn is_prefix_of(&self, other: &AccessPath) -> bool {
         let (mine, theirs) = (self.steps(), other.steps());
         mine.len() <= theirs.len() && mine.iter().zip(&theirs).all(|(a, b)| a.same(b))
     }
 
+    /// Whether both paths have the same steps.
     pub fn path_equal(&self, other: &AccessPath) -> bool {
         self.depth == other.depth && self.is_prefix_of(other)
     }

@@ -42,31 +42,37 @@ pub fn repr_print(value: &AnyView<'_>, width: usize) -> Result<String> {
 enum Doc {
     Text(String),
     /// `head` + items separated by ", " + `tail`; `tuple`: one item takes a trailing comma.
+    /// `len` is the length on one line, computed once (rendering asks at every level).
     Group {
         head: String,
         items: Vec<Doc>,
         tail: &'static str,
         tuple: bool,
+        len: usize,
     },
     /// A prefix glued to a part: `name=` + value, `key: ` + value.
     Glued(String, Box<Doc>),
 }
 
 impl Doc {
+    fn group(head: String, items: Vec<Doc>, tail: &'static str, tuple: bool) -> Doc {
+        let inner: usize = items.iter().map(Doc::flat_len).sum();
+        let seps = 2 * items.len().saturating_sub(1);
+        let len = head.len() + inner + seps + tail.len() + usize::from(tuple && items.len() == 1);
+        Doc::Group {
+            head,
+            items,
+            tail,
+            tuple,
+            len,
+        }
+    }
+
     fn flat_len(&self) -> usize {
         match self {
             Doc::Text(t) => t.len(),
             Doc::Glued(p, d) => p.len() + d.flat_len(),
-            Doc::Group {
-                head,
-                items,
-                tail,
-                tuple,
-            } => {
-                let inner: usize = items.iter().map(Doc::flat_len).sum();
-                let seps = 2 * items.len().saturating_sub(1);
-                head.len() + inner + seps + tail.len() + usize::from(*tuple && items.len() == 1)
-            }
+            Doc::Group { len, .. } => *len,
         }
     }
 }
@@ -83,6 +89,7 @@ fn render(doc: &Doc, indent: usize, width: usize, out: &mut String) {
             items,
             tail,
             tuple,
+            ..
         } => {
             let flat = width == 0 || items.is_empty() || indent + doc.flat_len() <= width;
             out.push_str(head);
@@ -244,12 +251,7 @@ impl Printer {
                 (format!("{label}{}(", type_name(v.type_index())), ")", false)
             }
         };
-        Ok(Doc::Group {
-            head,
-            items,
-            tail,
-            tuple,
-        })
+        Ok(Doc::group(head, items, tail, tuple))
     }
 }
 
