@@ -14,7 +14,6 @@ use crate::driver::{function, launch, Scratch};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, OpCall};
-use std::ffi::c_void;
 
 /// The group variants: (lanes per row, elements a lane, kernel).
 const GROUP: [(i64, i64, &str); 11] = [
@@ -204,13 +203,7 @@ pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64,
     let Some(a) = axis else {
         return Ok((Lay::new(&[], &[&[], &[]])?, 1, 1, 1, 1));
     };
-    let others = |v: &[i64]| -> Vec<i64> {
-        v.iter()
-            .enumerate()
-            .filter(|&(i, _)| i != a)
-            .map(|(_, &d)| d)
-            .collect()
-    };
+    let others = |v: &[i64]| rffi_kernels::without_axis(v, a);
     let lead = others(x.shape());
     let lay = Lay::new(&lead, &[&others(x.strides()), &others(o.strides())])?;
     let rows = lead.iter().product::<i64>();
@@ -304,36 +297,13 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let mut vec = contiguous as i32;
     let (mut chunks, mut chunk) = (p.chunks, p.chunk);
     let f = function(call.device, call.dtype, Family::Softmax, p.main.kernel)?;
-    let mut args: Vec<*mut c_void> = match p.kind {
-        Kind::Group => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut sx),
-            arg(&mut so),
-            arg(&mut lay),
-        ],
-        Kind::Packed => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut lay),
-        ],
-        Kind::Online => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut sx),
-            arg(&mut so),
-            arg(&mut lay),
-            arg(&mut vec),
-        ],
-        Kind::Split => Vec::new(),
-    };
     if p.kind != Kind::Split {
+        let mut args = vec![arg(&mut px), arg(&mut po), arg(&mut rows), arg(&mut len)];
+        match p.kind {
+            Kind::Group => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay)]),
+            Kind::Packed => args.push(arg(&mut lay)),
+            _ => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay), arg(&mut vec)]),
+        }
         // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); x and out are the tensors'
         // elements, ordered on the stream; the plan's variant fits the rows (whole aligned packs
         // for the warp and block variants).
