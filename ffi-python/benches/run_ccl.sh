@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Allreduce benchmark on CPU: rffi's shared-memory collectives through a ProcessSession (this
 # checkout, installed with pip) against torch.distributed on gloo, in one run, each measurement
-# in processes of its own. Uses the session benchmark's venv and adds torch (from PyPI) to it.
+# in processes of its own. Uses the session benchmark's venv and adds torch (from PyPI, about
+# 5.7 GB with its CUDA libraries; RFFI_TORCH_INDEX=https://download.pytorch.org/whl/cpu takes
+# the CPU-only build, under 1 GB, where disk is short) to it.
 # Usage: ffi-python/benches/run_ccl.sh [--workers 2 4] [--max-mib 256]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV="$(realpath -m "${RFFI_SESSION_BENCH_VENV:-.venv-session-bench}")"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -c "import torch.distributed, numpy" 2>/dev/null ||
-  "$VENV/bin/pip" install -q --disable-pip-version-check torch numpy
+  "$VENV/bin/pip" install -q --disable-pip-version-check \
+    ${RFFI_TORCH_INDEX:+--index-url "$RFFI_TORCH_INDEX"} torch numpy
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 "$VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps ./ffi-python
 cd /tmp  # import the installed rffi, not the checkout's sources
