@@ -15,6 +15,7 @@ use rffi_core::capi;
 pub struct RFFICallFrame {
     /// The function to call (borrowed).
     pub func: RFFIObjectHandle,
+    /// How many argument values follow the header.
     pub num_args: i32,
     /// Zero; keeps `result` 8-byte aligned.
     pub reserved: u32,

@@ -4,6 +4,7 @@
 //! through the loader's `RFFIHostApi` table. The header `include/rffi/c_api.h` is generated from
 //! these items by cbindgen (see `tests/header.rs`).
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 #![allow(non_snake_case)]
 
 /// Pointer checks and the panic/error boundary, shared with the core's C API.
@@ -17,6 +18,7 @@ pub mod function;
 pub mod module;
 pub mod object;
 pub mod reflection;
+pub mod structural;
 pub mod tensor;
 pub mod value;
 

@@ -138,6 +138,16 @@ fn object_types_from_c() {
 }
 
 #[test]
+fn structural_operations_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_structural.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn plugins_loaded_by_a_c_host() {
     let lib = lib_dir();
     let exe = build(&cc(), "tests/c/test_plugins.c", &["-std=c99"]);

@@ -38,6 +38,7 @@ pub(crate) const fn raw_pod(type_index: i32, v: RFFIAnyValue) -> RFFIAny {
 pub const NONE_RAW: RFFIAny = raw_pod(kRFFINone, RFFIAnyValue { v_int64: 0 });
 
 impl Any {
+    /// The None value.
     pub const fn none() -> Any {
         Any(NONE_RAW)
     }
@@ -60,21 +61,25 @@ impl Any {
         raw
     }
 
+    /// The value's `RFFIAny` cell, to pass to C (this value keeps its reference).
     #[inline]
     pub fn as_raw(&self) -> &RFFIAny {
         &self.0
     }
 
+    /// The value's type index (`kRFFIInt`, `kRFFIStr`, a registered object type's, ...).
     #[inline]
     pub fn type_index(&self) -> i32 {
         self.0.type_index
     }
 
+    /// Whether the value is None.
     #[inline]
     pub fn is_none(&self) -> bool {
         self.0.type_index == kRFFINone
     }
 
+    /// A borrowed view of the value, valid while `self` lives.
     #[inline]
     pub fn view(&self) -> AnyView<'_> {
         AnyView(self.0, PhantomData)
@@ -171,25 +176,30 @@ impl<'a> AnyView<'a> {
         unsafe { core::slice::from_raw_parts(args.cast(), n) }
     }
 
+    /// The viewed `RFFIAny` cell, to pass to C.
     #[inline]
     pub fn as_raw(&self) -> &RFFIAny {
         &self.0
     }
 
+    /// The viewed value's type index (`kRFFIInt`, `kRFFIRawStr`, an object type's, ...).
     #[inline]
     pub fn type_index(&self) -> i32 {
         self.0.type_index
     }
 
+    /// The name of the value's type, for messages (`int`, `str`, `ffi.Array`, `my.Point`).
     pub fn type_name(&self) -> String {
         type_name(self.0.type_index)
     }
 
+    /// Whether the value is None.
     #[inline]
     pub fn is_none(&self) -> bool {
         self.0.type_index == kRFFINone
     }
 
+    /// Converts to `T`, failing with a TypeError naming both types.
     pub fn try_as<T: FromAny>(&self) -> Result<T> {
         T::from_any(self).map_err(|m| Error::type_error(m.to_string()))
     }
@@ -325,7 +335,9 @@ fn debug_object(obj: Any, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result
 /// Why a value could not be converted: what was expected and what it was.
 #[derive(Debug, Clone)]
 pub struct TypeMismatch {
+    /// The type the conversion wanted (`int`, `ffi.Array`, ...).
     pub expected: &'static str,
+    /// The type the value had.
     pub actual: String,
 }
 
@@ -339,6 +351,7 @@ impl core::fmt::Display for TypeMismatch {
 pub trait FromAny: Sized {
     /// The name used in error messages, e.g. `int`, `str`, `ffi.Array`.
     const EXPECTED: &'static str;
+    /// Converts a value, or says what was expected and what the value was.
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch>;
     /// The type schema of an argument of this type (recorded in typed functions' signatures).
     fn type_schema() -> crate::schema::TypeSchema {
@@ -486,14 +499,22 @@ impl From<OpaquePtr> for Any {
     }
 }
 
+// A string names a device ("cuda:1", "cpu"), as a string names a DataType.
 impl FromAny for Device {
     const EXPECTED: &'static str = "Device";
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
-        if v.0.type_index != kRFFIDevice {
-            return Err(mismatch::<Self>(v));
+        match v.0.type_index {
+            // SAFETY: Device keeps its value in v_device.
+            kRFFIDevice => Device::from_raw(unsafe { v.0.v.v_device }),
+            _ => match str_bytes_of(v) {
+                Some(b) if v.0.type_index != kRFFIByteArrayPtr => {
+                    let s = core::str::from_utf8(b).map_err(|_| "invalid UTF-8".to_owned());
+                    s.and_then(Device::parse)
+                }
+                _ => return Err(mismatch::<Self>(v)),
+            },
         }
-        // SAFETY: Device keeps its value in v_device.
-        Device::from_raw(unsafe { v.0.v.v_device }).map_err(|e| TypeMismatch {
+        .map_err(|e| TypeMismatch {
             expected: "Device",
             actual: e,
         })

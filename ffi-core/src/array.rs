@@ -66,10 +66,12 @@ impl Array {
         unsafe { &*self.0.cell_ptr::<RFFISeqCell>() }
     }
 
+    /// The number of items.
     pub fn len(&self) -> usize {
         self.cell().size.max(0) as usize
     }
 
+    /// Whether the array has no items.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -81,6 +83,7 @@ impl Array {
         unsafe { AnyView::slice_from_raw(cell.data, self.len()) }
     }
 
+    /// The item at `index`, or None past the end.
     pub fn get(&self, index: usize) -> Option<AnyView<'_>> {
         self.as_slice().get(index).copied()
     }
@@ -97,6 +100,7 @@ impl Array {
         self.as_slice()[i as usize].to_owned()
     }
 
+    /// The items in order, borrowed from the array.
     pub fn iter(&self) -> impl Iterator<Item = AnyView<'_>> {
         self.as_slice().iter().copied()
     }

@@ -21,18 +21,28 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
+/// The result of a runtime operation: an [`Error`] on failure.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Error kinds with a fixed meaning across bindings (Python maps them to its built-in exceptions).
 pub mod kind {
+    /// An argument has the right type but a wrong value.
     pub const VALUE_ERROR: &str = "ValueError";
+    /// A value has the wrong type (an argument, a field write, a conversion).
     pub const TYPE_ERROR: &str = "TypeError";
+    /// A key, name or type key that is not there.
     pub const KEY_ERROR: &str = "KeyError";
+    /// An index out of range.
     pub const INDEX_ERROR: &str = "IndexError";
+    /// A field or method that is not there, or a frozen field written.
     pub const ATTRIBUTE_ERROR: &str = "AttributeError";
+    /// A failure that fits no other kind (a panic, a failed system call).
     pub const RUNTIME_ERROR: &str = "RuntimeError";
+    /// An operation a backend or type does not support.
     pub const NOT_IMPLEMENTED_ERROR: &str = "NotImplementedError";
+    /// An allocation that failed.
     pub const MEMORY_ERROR: &str = "MemoryError";
+    /// A check of an invariant that failed.
     pub const ASSERTION_ERROR: &str = "AssertionError";
 }
 
@@ -203,22 +213,27 @@ impl Error {
         ))
     }
 
+    /// A `ValueError` raised here (the caller's location is its first frame).
     #[track_caller]
     pub fn value_error(message: impl Into<String>) -> Error {
         Error::new(kind::VALUE_ERROR, message)
     }
+    /// A `TypeError` raised here (the caller's location is its first frame).
     #[track_caller]
     pub fn type_error(message: impl Into<String>) -> Error {
         Error::new(kind::TYPE_ERROR, message)
     }
+    /// A `RuntimeError` raised here (the caller's location is its first frame).
     #[track_caller]
     pub fn runtime_error(message: impl Into<String>) -> Error {
         Error::new(kind::RUNTIME_ERROR, message)
     }
+    /// A `KeyError` raised here (the caller's location is its first frame).
     #[track_caller]
     pub fn key_error(message: impl Into<String>) -> Error {
         Error::new(kind::KEY_ERROR, message)
     }
+    /// An `IndexError` raised here (the caller's location is its first frame).
     #[track_caller]
     pub fn index_error(message: impl Into<String>) -> Error {
         Error::new(kind::INDEX_ERROR, message)
@@ -248,6 +263,7 @@ impl Error {
         String::from_utf8_lossy(bytes).into_owned()
     }
 
+    /// The error's kind (`ValueError`, ... or a custom one).
     pub fn kind(&self) -> String {
         match self.own_body() {
             Some(b) => b.kind.to_string(),
@@ -255,6 +271,7 @@ impl Error {
         }
     }
 
+    /// The error's message.
     pub fn message(&self) -> String {
         match self.own_body() {
             Some(b) => b.message.to_string(),
@@ -323,6 +340,7 @@ impl Error {
         unsafe { (*self.cell()).backtrace = byte_array(&trace.combined) };
     }
 
+    /// The Error object's address (this reference keeps it alive).
     pub fn as_raw(&self) -> *mut crate::abi::RFFIObject {
         self.0.as_ptr()
     }

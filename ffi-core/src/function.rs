@@ -28,11 +28,18 @@ pub enum CallError {
     Raised(Error),
     /// Argument `index` has the wrong type.
     ArgType {
+        /// The argument's position, from 0.
         index: usize,
+        /// What the argument should have been and what it was.
         mismatch: TypeMismatch,
     },
     /// Wrong number of arguments.
-    ArgCount { expected: usize, got: usize },
+    ArgCount {
+        /// How many the function takes.
+        expected: usize,
+        /// How many the call gave.
+        got: usize,
+    },
 }
 
 impl From<Error> for CallError {
@@ -363,6 +370,7 @@ impl Function {
         }
     }
 
+    /// The Function object's address (this reference keeps it alive).
     pub fn as_raw(&self) -> *mut RFFIObject {
         self.0.as_ptr()
     }
@@ -379,6 +387,7 @@ impl core::fmt::Debug for Function {
 
 /// What a typed closure may return: a value convertible to `Any`, or a `Result` of one.
 pub trait IntoCallResult {
+    /// The returned value as an `Any`, or the error it carries.
     fn into_call_result(self) -> Result<Any, CallError>;
     /// The schema of the result, for signatures (`Any` where unknown).
     fn result_schema() -> TypeSchema
@@ -470,6 +479,8 @@ impl<T: IntoCallResult + Into<Any>> IntoCallResult for Option<T> {
 
 /// Closures callable with converted arguments; implemented for `Fn(A0, .., An) -> R`, n <= 8.
 pub trait TypedFn<Args>: Send + Sync + 'static {
+    /// Converts `args` to the closure's parameter types and calls it (a count or type mismatch names
+    /// the argument).
     fn call_packed(&self, args: &[AnyView<'_>]) -> Result<Any, CallError>;
     /// `Function(Some((result, args)))` from the closure's types.
     fn signature() -> TypeSchema

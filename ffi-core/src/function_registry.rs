@@ -12,7 +12,9 @@ use std::sync::{OnceLock, RwLock};
 
 /// A function declared at compile time; see `register_global!`.
 pub struct StaticFunction {
+    /// The global name.
     pub name: &'static str,
+    /// Makes the Function (called once, when the registry is first used).
     pub make: fn() -> Function,
     /// Declared by the runtime itself (`testing.*`, `ffi.*`): a plugin's copy of the runtime
     /// leaves these to the host.
@@ -111,7 +113,6 @@ fn table() -> &'static RwLock<Table> {
     })
 }
 
-/// Registers `f` as `name`. An existing name is an error unless `allow_override`.
 /// The one rule for names that enter the runtime (global function names, type keys, error
 /// kinds): not empty, and no NUL byte, which would cut the name short wherever it is read as a C
 /// string (a `dlsym`, a C caller's `printf`) and make two different names look alike.
@@ -127,6 +128,7 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Registers `f` as `name`. An existing name is an error unless `allow_override`.
 pub fn register_global_func(name: &str, f: Function, allow_override: bool) -> Result<()> {
     check_name("a global function name", name)?;
     f.set_name(name);

@@ -65,22 +65,49 @@
 //!
 //! A plugin is a shared library loaded with [`Module::load`]; its functions join this process's
 //! registry. A Rust plugin is a `cdylib` that declares its functions with [`register_global!`]
-//! and exports the loader's entry points with [`export_plugin!`]:
+//! and exports the loader's entry points with [`export_plugin!`] (`examples/rust-plugin`):
 //!
-//! ```ignore
-//! // In the plugin crate (crate-type = ["cdylib"]):
+//! ```no_run
+//! // The plugin crate (crate-type = ["cdylib"]), built on its own:
 //! rffi_core::register_global!("my_plugin.add", |a: i64, b: i64| a + b);
 //! rffi_core::export_plugin!();
+//! ```
 //!
-//! // In the host:
-//! let module = rffi_core::Module::load("target/release/libmy_plugin.so")?;
-//! let add = rffi_core::get_global_func("my_plugin.add").unwrap();
+//! A host loads it, and calls its functions by name like any other; here a C plugin
+//! (`examples/c-plugin/plugin.c`, compiled by the hidden lines of this example):
+//!
+//! ```
+//! # let dir = std::env::temp_dir().join(format!("rffi-doc-plugin-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! # let path = dir.join("libc_plugin.so");
+//! # let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+//! # let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+//! # let ok = std::process::Command::new(cc)
+//! #     .args(["-std=c99", "-shared", "-fPIC", "-I"]).arg(root.join("include"))
+//! #     .arg(root.join("examples/c-plugin/plugin.c")).arg("-o").arg(&path)
+//! #     .status().unwrap().success();
+//! # assert!(ok, "compiling the example C plugin");
+//! use rffi_core::{get_global_func, Module, ObjectType};
+//!
+//! let module = Module::load(&path)?;
+//! // Registered by the plugin's init: in the registry, and in the module.
+//! let mul = get_global_func("c_plugin.mul").expect("registered at load");
+//! assert_eq!(mul.call(&[6i64.into(), 7i64.into()])?.try_as::<i64>()?, 42);
+//! assert!(module.function_names()?.iter().any(|n| n == "c_plugin.mul"));
+//! // An exported `__rffi_square` symbol, found by name.
+//! let square = module.get_function("square")?.expect("exported");
+//! assert_eq!(square.call(&[9i64.into()])?.try_as::<i64>()?, 81);
+//! // Loading the same file again gives the same module.
+//! assert!(Module::load(&path)?.as_object().same_as(module.as_object()));
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), rffi_core::Error>(())
 //! ```
 //!
 //! C and C++ plugins follow the same handshake (`include/rffi/c_api.h`, `include/rffi/rffi.hpp`);
 //! docs/PLUGINS.md describes it. Sessions (workers in threads or processes, called by name) are
 //! in the `rffi-session` crate.
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 // Type-index constants keep their C names (`kRFFIInt`), and are matched on throughout.
 #![allow(non_upper_case_globals)]
 
@@ -96,6 +123,7 @@ pub mod containers;
 pub mod device;
 pub mod dtype;
 pub mod error;
+#[doc(hidden)] // validation of values from foreign code: the runtime's own, used by its tests
 pub mod foreign;
 pub mod function;
 pub mod function_metadata;
@@ -106,12 +134,14 @@ pub mod map;
 pub mod module;
 pub mod object;
 mod panics;
+#[doc(hidden)] // the plugin side of the handshake, for `export_plugin!`
 pub mod plugin;
 pub mod reflection;
 pub mod schema;
 pub mod shape;
 pub mod stream;
 pub mod string;
+pub mod structural;
 pub mod tensor;
 mod testing;
 mod testing_types;

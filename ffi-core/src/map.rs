@@ -107,10 +107,12 @@ impl Map {
         unsafe { body::<MapBody>(&self.0) }
     }
 
+    /// The number of entries.
     pub fn len(&self) -> usize {
         self.body().entries.len()
     }
 
+    /// Whether the map has no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -136,6 +138,14 @@ impl Map {
         self.body()
             .entries
             .iter()
+            .map(|(k, v)| (k.view(), v.view()))
+    }
+
+    /// The entry at position `i` of the insertion order.
+    pub(crate) fn entry_at(&self, i: usize) -> Option<(AnyView<'_>, AnyView<'_>)> {
+        self.body()
+            .entries
+            .get(i)
             .map(|(k, v)| (k.view(), v.view()))
     }
 }

@@ -122,17 +122,20 @@ impl ObjectRef {
         p
     }
 
+    /// The object's header (this reference keeps it alive).
     #[inline]
     pub fn as_ptr(&self) -> *mut RFFIObject {
         self.0.as_ptr()
     }
 
+    /// The object's type index.
     #[inline]
     pub fn type_index(&self) -> i32 {
         // SAFETY: we hold a strong reference, so the header is live; the index never changes.
         unsafe { (*self.0.as_ptr()).type_index }
     }
 
+    /// The object's strong reference count (this one included), for tests and diagnostics.
     pub fn strong_count(&self) -> u32 {
         // SAFETY: we hold a strong reference.
         unsafe { strong_count(self.0.as_ptr()) }
@@ -286,6 +289,7 @@ pub unsafe trait ObjectType: Sized + Clone {
     const TYPE_KEY: &'static str;
     /// Type index; runtime-registered types look theirs up once.
     fn type_index() -> i32;
+    /// The reference as a plain object.
     fn as_object(&self) -> &ObjectRef;
     /// # Safety
     /// `obj` must be of this type.
@@ -301,6 +305,7 @@ pub unsafe trait ObjectType: Sized + Clone {
         }
     }
 
+    /// The reference as a plain object, consumed.
     fn into_object(self) -> ObjectRef {
         self.as_object().clone()
     }

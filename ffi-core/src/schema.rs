@@ -15,27 +15,45 @@ use crate::{Array, Map};
 /// A type, as function signatures and fields declare it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeSchema {
+    /// Any value (`Any`; Python's `typing.Any`).
     Any,
+    /// None (`None`).
     None,
+    /// A bool (`bool`).
     Bool,
+    /// An int64 (`int`); a bool converts.
     Int,
+    /// A float64 (`float`); an int widens.
     Float,
+    /// A string (`ffi.String`, Python's `str`).
     Str,
+    /// A byte string (`ffi.Bytes`, Python's `bytes`).
     Bytes,
+    /// A device (`Device`).
     Device,
+    /// A data type (`DataType`).
     DataType,
+    /// An opaque pointer (`void*`), or None.
     OpaquePtr,
+    /// A tensor (`ffi.Tensor`).
     Tensor,
     /// A Function; with a signature `(result, args)` when known.
     Function(Option<(Box<TypeSchema>, Vec<TypeSchema>)>),
     /// An object type by key (`ffi.Object` for any object).
     Object(String),
+    /// None or the inner type (`Optional[T]`).
     Optional(Box<TypeSchema>),
+    /// Any of the types, tried in order (`Union[A, B]`; tvm-ffi's `Variant`).
     Union(Vec<TypeSchema>),
+    /// An immutable sequence whose items have the type (`ffi.Array`, Python's `list[T]`).
     Array(Box<TypeSchema>),
+    /// A mutable sequence whose items have the type (`ffi.List`).
     List(Box<TypeSchema>),
+    /// An immutable mapping with key and value types (`ffi.Map`, Python's `dict[K, V]`).
     Map(Box<TypeSchema>, Box<TypeSchema>),
+    /// A mutable mapping with key and value types (`ffi.Dict`).
     Dict(Box<TypeSchema>, Box<TypeSchema>),
+    /// A sequence of fixed length with a type per position (`Tuple[A, B]`).
     Tuple(Vec<TypeSchema>),
 }
 

@@ -33,6 +33,7 @@ unsafe extern "C" fn shape_deleter(obj: *mut c_void, flags: i32) {
 }
 
 impl Shape {
+    /// A new shape of `dims`.
     pub fn new(dims: &[i64]) -> Shape {
         let n = dims.len();
         // SAFETY: the builder writes the cell and `n` dims, the whole tail; the deleter frees
@@ -47,6 +48,7 @@ impl Shape {
         })
     }
 
+    /// The dimensions.
     pub fn as_slice(&self) -> &[i64] {
         // SAFETY: a Shape's cell describes `size` dims owned by the object (possibly a foreign
         // one following the same ABI).

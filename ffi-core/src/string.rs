@@ -107,15 +107,19 @@ macro_rules! string_type {
         pub struct $name(Any);
 
         impl $name {
+            /// The content's bytes (inline for short values, in the heap object otherwise).
             pub fn as_bytes(&self) -> &[u8] {
                 str_bytes_of(self.0.view_ref()).unwrap_or(&[])
             }
+            /// The length in bytes.
             pub fn len(&self) -> usize {
                 self.as_bytes().len()
             }
+            /// Whether the content is empty.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
+            /// The value as an `Any` (small or heap form).
             pub fn into_any(self) -> Any {
                 self.0
             }
@@ -162,6 +166,7 @@ string_type!(
 );
 
 impl RString {
+    /// A string holding a copy of `s` (inline up to 7 bytes).
     pub fn new(s: &str) -> RString {
         RString(make_string_any(s.as_bytes(), false))
     }
@@ -177,6 +182,7 @@ impl RString {
         Ok(RString(any))
     }
 
+    /// The content (checked UTF-8 when the string was made).
     pub fn as_str(&self) -> &str {
         // SAFETY: checked to be UTF-8 when constructed.
         unsafe { core::str::from_utf8_unchecked(self.as_bytes()) }
@@ -197,6 +203,7 @@ impl PartialEq for RString {
 }
 
 impl Bytes {
+    /// A byte string holding a copy of `b` (inline up to 7 bytes).
     pub fn new(b: &[u8]) -> Bytes {
         Bytes(make_string_any(b, true))
     }

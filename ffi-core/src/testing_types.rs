@@ -1,7 +1,9 @@
 //! Object types for tests in every language: `testing.TestPoint` (a frozen and a writable field,
-//! methods, a constructor) and `testing.TestPoint3`, derived from it.
+//! methods, a constructor) and `testing.TestPoint3`, derived from it; `testing.TestIntPair`,
+//! `testing.TestObjectBase` and `testing.TestObjectDerived`, the types tvm-ffi's tests use.
 
 use crate::reflection::{Mut, Obj, ObjectHeader};
+use crate::{Array, Map};
 
 crate::object_type! {
     /// A point for tests.
@@ -64,3 +66,77 @@ crate::function_registry::register_builtin!("testing.make_point", |x: i64, y: i6
         label: Mut::new("made in Rust".to_owned()),
     })
 });
+
+crate::object_type! {
+    /// A pair of integers.
+    pub struct TestIntPair("testing.TestIntPair") {
+        /// The first integer.
+        pub a: i64,
+        /// The second integer.
+        pub b: i64,
+    }
+    methods {
+        /// Makes a pair.
+        #[static_method]
+        "__ffi_init__" => |a: i64, b: i64| Obj::new(TestIntPair {
+            base: ObjectHeader::default(),
+            a,
+            b,
+        });
+        /// a + b.
+        "sum" => |p: Obj<TestIntPair>| p.a.wrapping_add(p.b);
+    }
+}
+
+crate::object_type! {
+    /// An object with a writable field of each scalar kind, all with defaults.
+    pub struct TestObjectBase("testing.TestObjectBase") {
+        /// i64 field
+        #[default = 10i64]
+        pub v_i64: Mut<i64>,
+        /// f64 field
+        #[default = 10.0f64]
+        pub v_f64: Mut<f64>,
+        /// str field
+        #[default = "hello"]
+        pub v_str: Mut<String>,
+    }
+    methods {
+        /// Makes one from its fields, in order.
+        #[static_method]
+        "__ffi_init__" => |v_i64: i64, v_f64: f64, v_str: String| Obj::new(TestObjectBase {
+            base: ObjectHeader::default(),
+            v_i64: Mut::new(v_i64),
+            v_f64: Mut::new(v_f64),
+            v_str: Mut::new(v_str),
+        });
+        /// add_i64 method
+        "add_i64" => |o: Obj<TestObjectBase>, x: i64| o.v_i64.get().wrapping_add(x);
+    }
+}
+
+crate::object_type! {
+    /// `testing.TestObjectBase` with a map and an array field (no defaults).
+    pub struct TestObjectDerived("testing.TestObjectDerived"): TestObjectBase {
+        /// map field
+        pub v_map: Mut<Map>,
+        /// array field
+        pub v_array: Mut<Array>,
+    }
+    methods {
+        /// Makes one from its fields, in order (the parent's first).
+        #[static_method]
+        "__ffi_init__" => |v_i64: i64, v_f64: f64, v_str: String, v_map: Map, v_array: Array| {
+            Obj::new(TestObjectDerived {
+                base: TestObjectBase {
+                    base: ObjectHeader::default(),
+                    v_i64: Mut::new(v_i64),
+                    v_f64: Mut::new(v_f64),
+                    v_str: Mut::new(v_str),
+                },
+                v_map: Mut::new(v_map),
+                v_array: Mut::new(v_array),
+            })
+        };
+    }
+}

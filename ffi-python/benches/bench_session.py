@@ -26,7 +26,7 @@ import time
 MIB = 1 << 20
 COPY_BYTES = 64 * MIB
 REPS, CALLS = 5, 200
-ROUNDS = int(os.environ.get("RFFI_SESSION_BENCH_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("RFFI_SESSION_BENCH_ROUNDS", "5"))
 
 
 def _median_us(fn, calls=CALLS, reps=REPS) -> float:
@@ -129,6 +129,7 @@ def _child(args: list, python: str) -> dict:
 
 def main() -> None:
     disco_python = os.environ.get("DISCO_PYTHON", sys.executable)
+    load_before = os.getloadavg()[0]
     rows = []
     for kind in ("thread", "process"):
         for n in (1, 2, 4):
@@ -139,8 +140,9 @@ def main() -> None:
             rows.append((kind, n, _median_rec(rs), _median_rec(ds)))
     mem = statistics.median(_child(["memcpy"], sys.executable)["s"] for _ in range(ROUNDS))
 
-    print(f"Sessions vs Disco ({os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}; "
-          f"medians of {ROUNDS} alternating rounds, each the median of {REPS} x {CALLS} calls)\n")
+    print(f"Sessions vs Disco ({os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, load average "
+          f"{load_before:.1f} to {os.getloadavg()[0]:.1f}; medians of {ROUNDS} alternating rounds, "
+          f"each the median of {REPS} x {CALLS} calls)\n")
     print("| session | n | rffi round trip | Disco round trip | ratio |")
     print("|---|---|---|---|---|")
     for kind, n, r, d in rows:

@@ -1,6 +1,8 @@
 """Load throughput of load-time sharding: a safetensors file of N MiB (16 float32 parameters, each
 split in 2 along axis 0) loaded for 2 ranks by rffi (session of 2 workers, and load_local of both
 ranks in one process) against plain ``safetensors.numpy.load_file`` + numpy slicing in one process.
+Each session loads both ways: every worker reading its own slice (``via="read"``), and worker 0
+reading and scattering the slices through ``init_ccl("shm")`` (``via="ccl"``).
 The page cache is warm (one untimed load first); each figure is the best of 3.
 
 Usage (after ``make python-test``, which installs rffi, numpy and safetensors in target/py-venv):
@@ -68,12 +70,19 @@ def main():
         ]:
             with kind(2) as sess:
 
-                def load(sess=sess):
-                    p = sess.load_params(path, shard_info=plan, progress=False)
+                def load(sess=sess, via="read"):
+                    p = sess.load_params(path, shard_info=plan, progress=False, via=via)
                     sess.sync()
                     return p
 
-                rows_out.append((f"{name}(2).load_params", best(load)))
+                rows_out.append((f"{name}(2).load_params, each worker reads", best(load)))
+                sess.init_ccl("shm")
+                rows_out.append(
+                    (
+                        f"{name}(2).load_params, worker 0 reads + scatter (shm)",
+                        best(lambda sess=sess: load(sess, "ccl")),
+                    )
+                )
         print(
             f"Load throughput, {size / 2**20:.0f} MiB file, 16 params split over 2 ranks "
             f"({os.cpu_count()} cores; best of 3, warm page cache)\n"

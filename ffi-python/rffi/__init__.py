@@ -21,6 +21,7 @@ passed.
 from __future__ import annotations
 
 from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
 from ._convert import convert
@@ -47,13 +48,22 @@ __version__ = "0.1.0"
 
 # Imported on first use: they pull in `typing` and `inspect`, which `import rffi` does not need.
 _LAZY = {
+    "access_path": ("rffi.access_path", None),
     "dataclasses": ("rffi.dataclasses", None),
+    "serialization": ("rffi.serialization", None),
+    "structural": ("rffi.structural", None),
+    "deep_copy": ("rffi.structural", "deep_copy"),
+    "get_first_structural_mismatch": ("rffi.structural", "get_first_structural_mismatch"),
+    "repr_print": ("rffi.structural", "repr_print"),
+    "structural_equal": ("rffi.structural", "structural_equal"),
+    "structural_hash": ("rffi.structural", "structural_hash"),
     "shard": ("rffi.shard", None),
     # Imports ray (an optional extra): an ImportError naming the extra when it is missing.
     "RaySession": ("rffi._ray", "RaySession"),
     "TypeSchema": ("rffi._schema", "TypeSchema"),
     "get_global_func_metadata": ("rffi._schema", "get_global_func_metadata"),
     "method": ("rffi.dataclasses", "method"),
+    "testing": ("rffi.testing", None),
     "DLDeviceType": ("rffi._enums", "DLDeviceType"),
     "DLDataTypeCode": ("rffi._enums", "DLDataTypeCode"),
     # tvm-ffi's module names, for code written against them.
@@ -104,12 +114,16 @@ __all__ = [
     "ThreadSession",
     "TypeSchema",
     "__version__",
+    "access_path",
     "convert",
+    "convert_func",
     "dataclasses",
+    "deep_copy",
     "device",
     "dtype",
     "from_dlpack",
     "get_global_func",
+    "get_first_structural_mismatch",
     "get_global_func_metadata",
     "get_registered_type_keys",
     "init_ffi_api",
@@ -120,6 +134,12 @@ __all__ = [
     "register_global_func",
     "register_object",
     "remove_global_func",
+    "repr_print",
+    "serialization",
     "shard",
+    "structural",
+    "structural_equal",
+    "structural_hash",
+    "testing",
     "type_info",
 ]

@@ -116,3 +116,49 @@ def function_from_callable(f):
     finally:
         SCRATCH.append(fr)
     return _function.wrap_function(h, name)
+
+
+def convert_func(func, tensor_cls=None):
+    """The runtime Function that calls the Python callable ``func`` (what ``convert(func)``
+    gives). With ``tensor_cls`` (``torch.Tensor``, ``numpy.ndarray``, ...), tensor arguments reach
+    ``func`` as that class, imported without a copy by the ``from_dlpack`` of its package."""
+    if not callable(func):
+        raise TypeError(f"convert_func: expected a callable, got {type(func).__name__}")
+    if tensor_cls is None:
+        return function_from_callable(func)
+    package = sys.modules.get(getattr(tensor_cls, "__module__", "").partition(".")[0])
+    importer = getattr(package, "from_dlpack", None)
+    if not callable(importer):
+        raise TypeError(
+            f"convert_func: tensor_cls {getattr(tensor_cls, '__name__', tensor_cls)!r} has no "
+            "DLPack importer: rffi imports tensors with its package's `from_dlpack` (tvm-ffi's "
+            "`__dlpack_c_exchange_api__` is not used)"
+        )
+    from ._tensor import Tensor
+
+    def call(*args):
+        return func(*[importer(a) if isinstance(a, Tensor) else a for a in args])
+
+    call.__qualname__ = getattr(func, "__qualname__", "convert_func")
+    return function_from_callable(call)
+
+
+def function_from_c_symbol(c_symbol, keep_alive_object=None):
+    """A runtime Function calling the C function at address ``c_symbol`` (an int or a
+    ``ctypes.c_void_p``) of the runtime's safe-call signature, ``int(void* resource, const
+    RFFIAny* args, int32_t num_args, RFFIAny* result)``; ``keep_alive_object`` (a library
+    handle, say) is kept alive as long as the Function."""
+    addr = c_symbol.value if isinstance(c_symbol, ctypes.c_void_p) else c_symbol
+    if not isinstance(addr, int) or isinstance(addr, bool) or not addr:
+        raise TypeError(
+            f"expected the address of a C function (an int or ctypes.c_void_p), got {c_symbol!r}"
+        )
+    token, deleter = 0, None
+    if keep_alive_object is not None:
+        token, deleter = _next_token(), _DELETER_ADDR
+        CALLBACKS[token] = keep_alive_object
+    out = ctypes.c_void_p()
+    if _lib.FunctionCreate(token or None, addr, deleter, ctypes.byref(out)) != 0:
+        CALLBACKS.pop(token, None)
+        raise take_raised_exception()
+    return _function.wrap_function(out.value, f"<C function at {addr:#x}>")

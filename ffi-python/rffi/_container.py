@@ -76,9 +76,10 @@ class Array(Object, Sequence):
             return Array([*self, *other])
         return NotImplemented
 
+    # `[1] + Array([2])` is an Array too, whichever side the Array is on (as in tvm-ffi).
     def __radd__(self, other):
         if isinstance(other, (list, tuple)):
-            return type(other)([*other, *self])
+            return Array([*other, *self])
         return NotImplemented
 
     # As a list's (and tvm-ffi's Array): `[1, 2]`.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from ._dataclass_dunders import frozen_setter
 from ._object import Object
 from ._object_model import _ffi, install_members, type_info
-from .dataclasses import _frozen_setter
 
 
 class _EnumMeta(type(Object)):
@@ -62,7 +62,7 @@ def enum(type_key: str | None = None):
         install_members(new, type_info(index))
         for prop in ("name", "value"):  # members are constants
             p = new.__dict__[prop]
-            setattr(new, prop, property(p.fget, _frozen_setter(prop), doc=p.__doc__))
+            setattr(new, prop, property(p.fget, frozen_setter(prop), doc=p.__doc__))
         create = _ffi("ffi.ObjectCreate")
         put = _ffi("ffi.ObjectSetField")
         new.__members__ = {}

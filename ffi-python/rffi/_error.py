@@ -158,13 +158,18 @@ def _create_error(kind: str, message: str, backtrace: str) -> int:
     return out.value
 
 
+def _record(exc: BaseException, err) -> None:
+    # Also under tvm-ffi's attribute name, so code written for it reads the Error unchanged.
+    exc.__rffi_error__ = exc.__tvm_ffi_error__ = err
+
+
 def _new_exception(kind: str, message: str, err) -> BaseException:
     cls = _KIND_TO_CLASS.get(kind, RuntimeError)
     try:
         exc = cls(message)
     except Exception:  # a registered class with another constructor signature
         exc = RuntimeError(f"{kind}: {message}")
-    exc.__rffi_error__ = err
+    _record(exc, err)
     return exc
 
 
@@ -248,7 +253,7 @@ def _take_raised() -> BaseException:
         if tb is not None and tb.tb_frame.f_code is _TRAMPOLINE_CODE[0]:
             tb = tb.tb_next
         tb = native_tb(native, tb)
-        exc.__rffi_error__ = err
+        _record(exc, err)
         err._tb_mark = tb
         return exc.with_traceback(tb)
     err = wrap_new(Error, handle, _lib.kError)
@@ -320,7 +325,9 @@ def _error_of(exc: BaseException, tb) -> Error:
             # Frames later prepended to the traceback are the next ones to append.
             err._tb_mark = exc.__traceback__
             return err
-    hook = getattr(type(exc), "__rffi_error__", None)
+    hook = getattr(type(exc), "__rffi_error__", None) or getattr(
+        type(exc), "__tvm_ffi_error__", None
+    )
     if callable(hook):
         err = hook(exc)
         if not isinstance(err, Error) or not err._h:
@@ -335,7 +342,7 @@ def _error_of(exc: BaseException, tb) -> Error:
             Error, _create_error(kind, _message(exc), _format_frames(tb, None)), _lib.kError
         )
     err._tb_mark = exc.__traceback__
-    exc.__rffi_error__ = err
+    _record(exc, err)
     return err
 
 

@@ -91,6 +91,16 @@ class Function(Object):
 
     __slots__ = ("_frames", "_name")
 
+    @classmethod
+    def __from_extern_c__(cls, c_symbol, *, keep_alive_object=None):
+        """The Function calling the C function at address ``c_symbol`` (an int or a
+        ``ctypes.c_void_p``), of the runtime's safe-call signature ``int(void* resource, const
+        RFFIAny* args, int32_t num_args, RFFIAny* result)``; ``keep_alive_object`` (the library
+        that holds it, say) is kept alive as long as the Function. tvm-ffi's name."""
+        from ._callback import function_from_c_symbol
+
+        return function_from_c_symbol(c_symbol, keep_alive_object)
+
     @property
     def __signature__(self):
         """The signature recorded with the global function (``inspect.signature(fn)``)."""

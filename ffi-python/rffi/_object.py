@@ -18,6 +18,9 @@ Copies (one rule for every wrapper, defined here):
 * ``copy.deepcopy(obj)`` and ``pickle`` copy by value, through ``_value_form()``: a type with a
   value form (containers of values, errors, CPU tensors) returns ``(rebuild, args)``; the others
   (functions, modules, opaque objects, device memory) raise a TypeError naming the type.
+* Objects of registered types (with fields) are copied by the runtime: ``copy.deepcopy`` makes a
+  new graph with the same sharing and cycles (``ffi.DeepCopy``), ``pickle`` writes their JSON
+  graph. Their default ``repr`` is the runtime's field-wise text (``ffi.ReprPrint``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,17 @@ from . import _lib, _native
 
 _DecRef = _lib.ObjectDecRef
 _IncRef = _lib.ObjectIncRef
+
+#: Type indices from here on are registered object types (with fields).
+_FIRST_REGISTERED = 128
+#: The line width the default ``repr`` of a registered object breaks at.
+REPR_WIDTH = 88
+
+
+def _global(name: str):
+    from ._object_model import _ffi  # on first use: this module is imported before it
+
+    return _ffi(name)
 _read_u64 = ctypes.c_uint64.from_address
 _read_i32 = ctypes.c_int32.from_address
 
@@ -100,6 +114,11 @@ class Object(STORAGE):
     def type_key(self) -> str:
         return type_key(self._ti)
 
+    def __chandle__(self) -> int:
+        """The object's address (its ``RFFIObject*``), for C code and identity checks; tvm-ffi's
+        name. The wrapper keeps the object alive, not the address."""
+        return self._h
+
     def same_as(self, other) -> bool:
         """Whether both wrap the same runtime object."""
         return isinstance(other, Object) and other._h == self._h
@@ -117,6 +136,8 @@ class Object(STORAGE):
         return _read_u64(self._h).value & 0xFFFFFFFF
 
     def __repr__(self) -> str:
+        if self._h and self._ti >= _FIRST_REGISTERED:
+            return _global("ffi.ReprPrint")(self, REPR_WIDTH)
         return f"<rffi.Object {self.type_key} at {self._h:#x}>"
 
     # ---- Copies ----
@@ -145,11 +166,21 @@ class Object(STORAGE):
 
     def __deepcopy__(self, memo):
         self._check_live("deepcopy")
+        if self._ti >= _FIRST_REGISTERED:
+            # Keyed by the object, so two wrappers of one object give one copy.
+            key = ("rffi.Object", self._h)
+            if key not in memo:
+                memo[key] = _global("ffi.DeepCopy")(self)
+            return memo[key]
         rebuild, args = self._value_form("deepcopy")
         return rebuild(*_copy.deepcopy(args, memo))
 
     def __reduce__(self):
         self._check_live("pickle")
+        if self._ti >= _FIRST_REGISTERED:
+            from .serialization import from_json_graph_str, to_json_graph_str
+
+            return from_json_graph_str, (to_json_graph_str(self),)
         return self._value_form("pickle")
 
     def _check_live(self, what: str) -> None:

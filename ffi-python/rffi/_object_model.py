@@ -16,12 +16,25 @@ from ._object import CLASS_OF_INDEX, Object
 FLAG_WRITABLE = 1 << 0
 FLAG_HAS_DEFAULT = 1 << 1
 FLAG_STATIC_METHOD = 1 << 2
+FLAG_SEQ_HASH_IGNORE = 1 << 3
+FLAG_SEQ_HASH_DEF = 1 << 4
 FLAG_DEFAULT_FROM_FACTORY = 1 << 5
 FLAG_REPR_OFF = 1 << 6
 FLAG_COMPARE_OFF = 1 << 7
 FLAG_HASH_OFF = 1 << 8
 FLAG_INIT_OFF = 1 << 9
 FLAG_KW_ONLY = 1 << 10
+FLAG_SEQ_HASH_IDENTITY = 1 << 20
+
+#: ``field(structural_eq=...)`` and the field flag each sets.
+STRUCTURAL_FIELD_FLAGS = {
+    None: 0,
+    "ignore": FLAG_SEQ_HASH_IGNORE,
+    "def": FLAG_SEQ_HASH_DEF,
+    "identity": FLAG_SEQ_HASH_IDENTITY,
+}
+#: ``py_class(structural_eq=...)`` / ``c_class(structural_eq=...)`` and the type's kind.
+STRUCTURAL_KINDS = {None: 0, "tree": 1, "var": 2, "dag": 3, "const-tree": 4, "singleton": 5}
 
 _FUNCS: dict = {}
 

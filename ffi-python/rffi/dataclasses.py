@@ -6,8 +6,14 @@
 Python class's annotations; its fields are stored in the runtime object (each checked against its
 annotation's type schema when written), so Rust and C code read them by name like any other
 object's. Both take the options of Python's ``dataclasses.dataclass`` that apply (``init``,
-``repr``, ``eq``, ``frozen``, ``unsafe_hash``) and ``field(default=..., default_factory=...,
-init=..., repr=..., compare=..., hash=..., kw_only=...)`` and ``KW_ONLY``.
+``repr``, ``eq``, ``order``, ``frozen``, ``unsafe_hash``, ``kw_only``, ``match_args``; ``slots``
+for ``py_class``) and ``field(default=..., default_factory=..., init=..., repr=...,
+compare=..., hash=..., kw_only=...)`` and ``KW_ONLY``.
+
+Structural equality (``rffi.structural_equal``) compares objects by their fields; a type's role is
+``structural_eq="tree"`` (the default), ``"var"`` (a variable: equal to itself, or to the one it
+is bound to at a definition), ``"dag"`` (sharing counts), ``"const-tree"`` or ``"singleton"``
+(identity only), and a field's is ``field(structural_eq="ignore" | "def" | "identity")``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,12 @@ import json
 import sys
 import typing
 
+from ._dataclass_dunders import (
+    FrozenInstanceError,
+    RuntimeDefault,
+    add_dataclass_methods,
+    make_init,
+)
 from ._dataclass_methods import method, register_methods
 from ._object import Object
 from ._object_model import (
@@ -26,6 +38,8 @@ from ._object_model import (
     FLAG_KW_ONLY,
     FLAG_REPR_OFF,
     FLAG_WRITABLE,
+    STRUCTURAL_FIELD_FLAGS,
+    STRUCTURAL_KINDS,
     _ffi,
     install_members,
     type_info,
@@ -63,10 +77,6 @@ else:
         """Annotate a pseudo-field with ``KW_ONLY``: the fields after it are keyword-only."""
 
 
-class FrozenInstanceError(AttributeError):
-    """Assigning to a field of a frozen dataclass."""
-
-
 class Field:
     """One field of a c_class / py_class."""
 
@@ -83,6 +93,7 @@ class Field:
         "annotation",
         "schema",
         "frozen",
+        "structural_eq",
     )
 
     def __init__(
@@ -96,9 +107,15 @@ class Field:
         kw_only=MISSING,
         doc="",
         frozen=False,
+        structural_eq=None,
     ):
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
+        if structural_eq not in STRUCTURAL_FIELD_FLAGS:
+            raise ValueError(
+                f"field(structural_eq={structural_eq!r}): expected one of "
+                f"{sorted(k for k in STRUCTURAL_FIELD_FLAGS if k)} or None"
+            )
         self.name = None
         self.default = default
         self.default_factory = default_factory
@@ -111,6 +128,7 @@ class Field:
         self.annotation = typing.Any
         self.schema = None
         self.frozen = frozen
+        self.structural_eq = structural_eq
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r}, default={self.default!r}, kw_only={self.kw_only!r})"
@@ -135,10 +153,24 @@ def field(
     kw_only=MISSING,
     doc="",
     frozen=False,
+    structural_eq=None,
 ) -> Field:
     """Options of one field, as ``dataclasses.field``; ``frozen=True`` makes this one field
-    read-only in every language (``frozen=True`` on the class makes them all so)."""
-    return Field(default, default_factory, init, repr, compare, hash, kw_only, doc, frozen)
+    read-only in every language (``frozen=True`` on the class makes them all so);
+    ``structural_eq`` is ``"ignore"`` (left out of structural equality and hashing), ``"def"``
+    (variables are bound here) or ``"identity"`` (compared by identity)."""
+    return Field(
+        default,
+        default_factory,
+        init,
+        repr,
+        compare,
+        hash,
+        kw_only,
+        doc,
+        frozen=frozen,
+        structural_eq=structural_eq,
+    )
 
 
 def fields(cls_or_obj) -> tuple:
@@ -148,18 +180,6 @@ def fields(cls_or_obj) -> tuple:
 
 
 # ---- runtime fields as Field objects ----
-
-
-class _RuntimeDefault:
-    """A default held by the runtime (computed there, a factory called per object)."""
-
-    __slots__ = ("index", "name")
-
-    def __init__(self, index, name):
-        self.index, self.name = index, name
-
-    def __call__(self):
-        return _ffi("ffi.TypeFieldDefault")(self.index, self.name)
 
 
 def _runtime_fields(info: dict) -> list:
@@ -172,7 +192,7 @@ def _runtime_fields(info: dict) -> list:
             flags = f["flags"]
             fd = Field(
                 default_factory=(
-                    _RuntimeDefault(t["type_index"], f["name"])
+                    RuntimeDefault(t["type_index"], f["name"])
                     if flags & FLAG_HAS_DEFAULT
                     else MISSING
                 ),
@@ -183,148 +203,129 @@ def _runtime_fields(info: dict) -> list:
                 kw_only=bool(flags & FLAG_KW_ONLY),
                 doc=f["doc"],
                 frozen=not flags & FLAG_WRITABLE,
+                structural_eq=next(
+                    (k for k, bit in STRUCTURAL_FIELD_FLAGS.items() if bit and flags & bit), None
+                ),
             )
             fd.name = f["name"]
             out.append(fd)
     return out
 
 
-# ---- generated methods ----
+def _structural_kind(structural_eq) -> int:
+    if structural_eq not in STRUCTURAL_KINDS:
+        raise ValueError(
+            f"structural_eq={structural_eq!r}: expected one of "
+            f"{sorted(k for k in STRUCTURAL_KINDS if k)} or None"
+        )
+    return STRUCTURAL_KINDS[structural_eq]
 
 
-def _make_init(cls, all_fields: list, index: int):
-    create = _ffi("ffi.ObjectCreateInit")
-    positional = [f for f in all_fields if f.init and not f.kw_only]
-    keyword = [f for f in all_fields if f.init and f.kw_only]
-    by_name = {f.name: f for f in positional + keyword}
-    seen_default = False
-    for f in positional:
-        if f.has_default():
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
-    qual = cls.__qualname__
-    caller = f"{qual}.__init__()"
-    # Defaults the runtime holds are set by the runtime when it makes the object.
-    given_by_runtime = {
-        f.name for f in all_fields if isinstance(f.default_factory, _RuntimeDefault)
-    }
+def c_class(
+    type_key: str,
+    *,
+    init=True,
+    repr=True,
+    eq=True,
+    order=False,
+    frozen=False,
+    unsafe_hash=False,
+    kw_only=False,
+    match_args=True,
+    structural_eq=None,
+):
+    """Binds a class to the Rust/C type ``type_key`` with dataclass behaviour; ``structural_eq``
+    sets the type's role in structural equality (see the module docs).
 
-    def __init__(self, *args, **kwargs):
-        if len(args) > len(positional):
-            raise TypeError(
-                f"{qual}.__init__() takes {len(positional) + 1} positional arguments but "
-                f"{len(args) + 1} were given"
-            )
-        # (field name, argument position or -1 for a keyword, value): the runtime checks each
-        # value against its field and names the argument when one does not fit.
-        triples = []
-        given = set()
-        for k, (f, a) in enumerate(zip(positional, args)):
-            triples += (f.name, k, a)
-            given.add(f.name)
-        for name, v in kwargs.items():
-            if name in given:
-                raise TypeError(f"{qual}.__init__() got multiple values for argument {name!r}")
-            if name not in by_name:
-                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {name!r}")
-            triples += (name, -1, v)
-            given.add(name)
-        for f in all_fields:
-            if f.name in given or f.name in given_by_runtime:
-                continue
-            if f.has_default():
-                triples += (f.name, -2, f.make_default())
-            elif f.init:
-                raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
-        made = create(index, caller, *triples)
-        self._h, self._ti = made._h, made._ti
-        made._h = 0
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
-
-    return __init__
-
-
-def _add_dataclass_methods(cls, all_fields, *, repr, eq, frozen, unsafe_hash):
-    cls.__rffi_fields__ = tuple(all_fields)
-    if repr and "__repr__" not in cls.__dict__:
-        shown = [f.name for f in all_fields if f.repr]
-
-        def __repr__(self):
-            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
-            return f"{type(self).__qualname__}({inner})"
-
-        cls.__repr__ = __repr__
-    compared = [f.name for f in all_fields if f.compare]
-    if eq and "__eq__" not in cls.__dict__:
-
-        def __eq__(self, other):
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return all(getattr(self, n) == getattr(other, n) for n in compared)
-
-        cls.__eq__ = __eq__
-    hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
-    if unsafe_hash or (eq and frozen):
-
-        def __hash__(self):
-            return hash(tuple(_hashable(getattr(self, n)) for n in hashed))
-
-        cls.__hash__ = __hash__
-    elif eq:
-        cls.__hash__ = None
-    for f in all_fields:
-        if frozen or f.frozen:
-            prop = cls.__dict__.get(f.name)
-            if isinstance(prop, property):
-                setattr(cls, f.name, property(prop.fget, _frozen_setter(f.name), doc=prop.__doc__))
-
-
-def _hashable(v):
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        return id(v)
-
-
-def _frozen_setter(name):
-    def fset(self, value):
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    return fset
-
-
-def c_class(type_key: str, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False):
-    """Binds a class to the Rust/C type ``type_key`` with dataclass behaviour."""
+    The class may annotate the type's fields (as tvm-ffi's ``c_class`` expects), each then with a
+    Python default (``x: float = 0.0``, ``field(default_factory=...)``), ``KW_ONLY`` and field
+    options, in the order of the generated ``__init__``; a field the type lacks, or one of the
+    type's own fields left out, is a ValueError. Without annotations, every field of the type is
+    taken in the type's order."""
+    kind = _structural_kind(structural_eq)
 
     def bind(cls):
+        info = type_info(type_key)
+        all_fields = _c_class_fields(cls, info, kw_only)
+        for f in all_fields:  # class-body defaults give way to the fields' properties
+            if f.name in cls.__dict__ and not isinstance(cls.__dict__[f.name], property):
+                delattr(cls, f.name)
         if not issubclass(cls, Object):
             cls = type(
                 cls.__name__,
                 (cls, Object),
                 {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
             )
-        info = type_info(type_key)
+        if kind:
+            _ffi("ffi.TypeSetStructuralEqHashKind")(info["type_index"], kind)
         install_members(cls, info)
-        all_fields = _runtime_fields(info)
         if init and "__init__" not in cls.__dict__:
-            cls.__init__ = _make_init(cls, all_fields, info["type_index"])
-        _add_dataclass_methods(
-            cls, all_fields, repr=repr, eq=eq, frozen=frozen, unsafe_hash=unsafe_hash
+            cls.__init__ = make_init(cls, all_fields, info["type_index"])
+        add_dataclass_methods(
+            cls,
+            all_fields,
+            repr=repr,
+            eq=eq,
+            frozen=frozen,
+            unsafe_hash=unsafe_hash,
+            order=order,
+            match_args=match_args,
         )
         return cls
 
     return bind
 
 
-def _own_fields(cls) -> list:
+def _c_class_fields(cls, info: dict, class_kw_only: bool) -> list:
+    """The fields of a c_class: the runtime's, with what the class's annotations say about them."""
+    runtime = _runtime_fields(info)
+    annotated = _own_fields(cls, class_kw_only)
+    if not annotated:
+        if class_kw_only:
+            for f in runtime:
+                f.kw_only = True
+        return runtime
+    by_name = {f.name: f for f in runtime}
+    key = info["type_key"]
+    extra = [f.name for f in annotated if f.name not in by_name]
+    if extra:
+        raise ValueError(
+            f"Extraneous field `{cls.__qualname__}.{extra[0]}`: defined in Python but not in the "
+            f"runtime type `{key}`"
+        )
+    names = {f.name for f in annotated}
+    missing = [f["name"] for f in info["fields"] if f["name"] not in names]
+    if missing:
+        shown = ", ".join(f"`{n}`" for n in missing)
+        raise ValueError(
+            f"Missing fields in `{cls.__qualname__}`: {shown}: defined in the runtime type "
+            f"`{key}` but not in Python"
+        )
+    merged = []
+    for f in annotated:
+        rt = by_name[f.name]
+        if isinstance(cls.__dict__.get(f.name), Field):
+            # The Python field's options; the runtime's doc, frozen-ness and default.
+            f.doc = f.doc or rt.doc
+            f.frozen = f.frozen or rt.frozen
+            f.structural_eq = f.structural_eq or rt.structural_eq
+            if not f.has_default():
+                f.default_factory = rt.default_factory
+            merged.append(f)
+        else:  # an annotation, maybe with a default: the runtime's options
+            rt.kw_only = bool(rt.kw_only or f.kw_only)
+            if f.default is not MISSING:
+                rt.default, rt.default_factory = f.default, MISSING
+            merged.append(rt)
+    # The ancestors' fields the class does not name come first, as in the runtime.
+    return [f for f in runtime if f.name not in names] + merged
+
+
+def _own_fields(cls, class_kw_only: bool = False) -> list:
     from ._schema import TypeSchema
 
     out = []
-    kw_only = False
+    kw_only = class_kw_only
     hints = cls.__dict__.get("__annotations__", {})
     # String annotations (`from __future__ import annotations`) are evaluated where they can be;
     # those that cannot stay strings, whose fields take any value.
@@ -337,7 +338,7 @@ def _own_fields(cls) -> list:
         if ann is KW_ONLY or (isinstance(ann, str) and ann.rsplit(".", 1)[-1] == "KW_ONLY"):
             kw_only = True
             continue
-        if typing.get_origin(ann) is typing.ClassVar:
+        if typing.get_origin(ann) is typing.ClassVar or type(ann).__name__ == "InitVar":
             continue
         value = cls.__dict__.get(name, MISSING)
         f = value if isinstance(value, Field) else Field(default=value)
@@ -354,10 +355,24 @@ def _own_fields(cls) -> list:
 
 
 def py_class(
-    type_key: str | None = None, *, init=True, repr=True, eq=True, frozen=False, unsafe_hash=False
+    type_key: str | None = None,
+    *,
+    init=True,
+    repr=True,
+    eq=True,
+    order=False,
+    frozen=False,
+    unsafe_hash=False,
+    kw_only=False,
+    match_args=True,
+    slots=False,
+    structural_eq=None,
 ):
     """Defines the runtime type ``type_key`` (default: module.qualname) from a class's annotated
-    fields; instances store them in the runtime object."""
+    fields; instances store them in the runtime object. The options are ``dataclasses``'
+    (``slots=True``: instances have no ``__dict__`` for other attributes); ``structural_eq`` sets
+    the type's role in structural equality (see the module docs)."""
+    kind = _structural_kind(structural_eq)
 
     def define(cls):
         key = type_key or f"{cls.__module__}.{cls.__qualname__}"
@@ -369,7 +384,7 @@ def py_class(
                 if parent_frozen
                 else "cannot inherit frozen dataclass from a non-frozen one"
             )
-        own = _own_fields(cls)
+        own = _own_fields(cls, kw_only)
         spec = [
             {
                 "name": f.name,
@@ -377,7 +392,8 @@ def py_class(
                 "flags": (FLAG_KW_ONLY if f.kw_only else 0)
                 | (0 if f.init else FLAG_INIT_OFF)
                 | (0 if f.repr else FLAG_REPR_OFF)
-                | (0 if f.compare else FLAG_COMPARE_OFF),
+                | (0 if f.compare else FLAG_COMPARE_OFF)
+                | STRUCTURAL_FIELD_FLAGS[f.structural_eq],
                 "type_schema": f.schema.to_json(),
                 "frozen": bool(frozen or f.frozen),
             }
@@ -385,6 +401,8 @@ def py_class(
         ]
         parent_index = parent.__rffi_type_index__ if parent is not None else None
         index = _ffi("ffi.TypeRegisterValueType")(key, parent_index, json.dumps(spec))
+        if kind:
+            _ffi("ffi.TypeSetStructuralEqHashKind")(index, kind)
         if cls.__doc__:
             _ffi("ffi.TypeRegisterDoc")(index, cls.__doc__)
         ns = {
@@ -394,6 +412,8 @@ def py_class(
             and not isinstance(v, Field)
             and k not in {f.name for f in own}
         }
+        if slots:
+            ns["__slots__"] = ()
         bases = (
             cls.__bases__
             if parent is not None or issubclass(cls, Object)
@@ -408,9 +428,16 @@ def py_class(
         inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []
         all_fields = inherited + own
         if init and "__init__" not in ns:
-            new.__init__ = _make_init(new, all_fields, index)
-        _add_dataclass_methods(
-            new, all_fields, repr=repr, eq=eq, frozen=frozen, unsafe_hash=unsafe_hash
+            new.__init__ = make_init(new, all_fields, index)
+        add_dataclass_methods(
+            new,
+            all_fields,
+            repr=repr,
+            eq=eq,
+            frozen=frozen,
+            unsafe_hash=unsafe_hash,
+            order=order,
+            match_args=match_args,
         )
         return new
 

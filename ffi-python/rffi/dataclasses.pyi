@@ -48,6 +48,7 @@ class Field:
     annotation: Any
     schema: Any
     frozen: bool
+    structural_eq: str | None
     def __init__(
         self,
         default: Any = ...,
@@ -59,6 +60,7 @@ class Field:
         kw_only: bool | _Missing = ...,
         doc: str = "",
         frozen: bool = False,
+        structural_eq: str | None = None,
     ) -> None: ...
     def has_default(self) -> bool: ...
     def make_default(self) -> Any: ...
@@ -76,6 +78,7 @@ def field(
     kw_only: bool | _Missing = ...,
     doc: str = "",
     frozen: bool = False,
+    structural_eq: str | None = None,
 ) -> _T: ...
 @overload
 def field(
@@ -89,6 +92,7 @@ def field(
     kw_only: bool | _Missing = ...,
     doc: str = "",
     frozen: bool = False,
+    structural_eq: str | None = None,
 ) -> _T: ...
 @overload
 def field(
@@ -102,6 +106,7 @@ def field(
     kw_only: bool | _Missing = ...,
     doc: str = "",
     frozen: bool = False,
+    structural_eq: str | None = None,
 ) -> Any: ...
 def fields(cls_or_obj: Any) -> tuple[Field, ...]: ...
 @dataclass_transform(eq_default=True, field_specifiers=(Field, field))
@@ -111,8 +116,12 @@ def c_class(
     init: bool = True,
     repr: bool = True,
     eq: bool = True,
+    order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
+    kw_only: bool = False,
+    match_args: bool = True,
+    structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 @overload
 @dataclass_transform(eq_default=True, field_specifiers=(Field, field))
@@ -125,8 +134,13 @@ def py_class(
     init: bool = True,
     repr: bool = True,
     eq: bool = True,
+    order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
+    kw_only: bool = False,
+    match_args: bool = True,
+    slots: bool = False,
+    structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 def method(fn: _F) -> _F: ...
 def enum(type_key: str | None = None) -> Callable[[_C], _C]: ...

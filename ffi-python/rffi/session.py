@@ -95,12 +95,17 @@ class DRef:
         """The register this value occupies on every worker."""
         return _f("DRefRegister")(self._obj)
 
-    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
-        """Loads safetensors weights on every worker, each reading and sharding its own slice by
-        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+    def load_params(
+        self, weights_path, shard_info=None, *, progress: bool = True, via: str = "auto"
+    ) -> dict:
+        """Loads safetensors weights on every worker, each getting its slice by ``shard_info`` (a
+        dict or a JSON path; see ``rffi.shard``): name -> DRef. ``via="read"``: every worker
+        reads its own slice; ``"ccl"``: worker 0 reads and shards, and sends each worker its
+        slice through the communicator (``init_ccl("shm")``); ``"auto"``: ``"ccl"`` when one is
+        up, else ``"read"``."""
         from .shard import load_params
 
-        return load_params(self, weights_path, shard_info, progress=progress)
+        return load_params(self, weights_path, shard_info, progress=progress, via=via)
 
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} register {self.register}>"
@@ -247,12 +252,17 @@ class _Session(_Collectives):
         self.get_global_func(_IMPORT_FUNC)(name)
         self.sync()
 
-    def load_params(self, weights_path, shard_info=None, *, progress: bool = True) -> dict:
-        """Loads safetensors weights on every worker, each reading and sharding its own slice by
-        ``shard_info`` (a dict or a JSON path; see ``rffi.shard``): name -> DRef."""
+    def load_params(
+        self, weights_path, shard_info=None, *, progress: bool = True, via: str = "auto"
+    ) -> dict:
+        """Loads safetensors weights on every worker, each getting its slice by ``shard_info`` (a
+        dict or a JSON path; see ``rffi.shard``): name -> DRef. ``via="read"``: every worker
+        reads its own slice; ``"ccl"``: worker 0 reads and shards, and sends each worker its
+        slice through the communicator (``init_ccl("shm")``); ``"auto"``: ``"ccl"`` when one is
+        up, else ``"read"``."""
         from .shard import load_params
 
-        return load_params(self, weights_path, shard_info, progress=progress)
+        return load_params(self, weights_path, shard_info, progress=progress, via=via)
 
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} num_workers={getattr(self, 'num_workers', '?')}>"

@@ -25,6 +25,7 @@ class DRef:
         shard_info: dict[str, Any] | str | PathLike[str] | None = None,
         *,
         progress: bool = True,
+        via: str = "auto",
     ) -> dict[str, DRef]: ...
 
 class DFunction(DRef):
@@ -64,6 +65,7 @@ class _Session:
         shard_info: dict[str, Any] | str | PathLike[str] | None = None,
         *,
         progress: bool = True,
+        via: str = "auto",
     ) -> dict[str, DRef]: ...
     # Collectives (the ccl.* functions of every worker).
     def init_ccl(self, backend: str, *device_ids: int) -> None: ...

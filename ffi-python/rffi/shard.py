@@ -47,11 +47,15 @@ def load_local(
     return dict(m.items())
 
 
-def load_params(sess, weights_path, shard_info=None, *, progress: bool = True) -> dict:
-    """``sess.load_params``: every worker loads its own slice; name -> DRef. A failure on any
-    worker raises here (with its rank) and frees what the others loaded."""
+def load_params(
+    sess, weights_path, shard_info=None, *, progress: bool = True, via: str = "auto"
+) -> dict:
+    """``sess.load_params``: every worker gets its own slice; name -> DRef. ``via``: "read"
+    (each worker reads its slice), "ccl" (worker 0 reads and scatters through the session's
+    communicator) or "auto" ("ccl" when ``init_ccl("shm")`` is up, else "read"). A failure on
+    any worker raises here (with its rank) and frees what the others loaded."""
     load = sess.get_global_func("rffi.shard.load_worker")
-    loaded = load(os.fspath(weights_path), _info_text(shard_info), bool(progress))
+    loaded = load(os.fspath(weights_path), _info_text(shard_info), bool(progress), str(via))
     sess.sync()
     names = sess.get_global_func("rffi.shard.names")(loaded).fetch(0)
     get = sess.get_global_func("rffi.shard.get")

@@ -22,4 +22,5 @@ def load_params(
     shard_info: dict[str, Any] | str | PathLike[str] | None = None,
     *,
     progress: bool = True,
+    via: str = "auto",
 ) -> dict[str, DRef]: ...

@@ -286,6 +286,17 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIFieldFlagBitMaskIsStaticMethod (1 << 2)
 
 /**
+ * Field flag: left out of structural equality and hashing (`ffi.StructuralEqual`, ...).
+ */
+#define kRFFIFieldFlagBitMaskSEqHashIgnore (1 << 3)
+
+/**
+ * Field flag: a definition site for structural equality and hashing: free variables first met
+ * inside it are mapped to each other (`fn(x) { x }` equals `fn(y) { y }`).
+ */
+#define kRFFIFieldFlagBitMaskSEqHashDef (1 << 4)
+
+/**
  * Field flag: the default is a Function called with no argument for each new object.
  */
 #define kRFFIFieldFlagBitMaskDefaultFromFactory (1 << 5)
@@ -319,6 +330,55 @@ typedef struct DLManagedTensorVersioned {
  * Field flag: `setter` is a Function object called as `setter(object, value)`.
  */
 #define kRFFIFieldFlagBitMaskSetterIsFunctionObj (1 << 11)
+
+/**
+ * Field flag (rffi's own, beyond tvm-ffi's bits): structural equality and hashing compare the
+ * field's object by identity (the same object), not by its contents.
+ */
+#define kRFFIFieldFlagBitMaskSEqHashIdentity (1 << 20)
+
+/**
+ * `RFFITypeMetadata::structural_eq_hash_kind`: not declared. rffi compares such types by their
+ * fields, as `kRFFISEqHashKindTreeNode` (tvm-ffi refuses them).
+ */
+#define kRFFISEqHashKindUnsupported 0
+
+/**
+ * Compared and hashed by the fields; sharing is not part of the value.
+ */
+#define kRFFISEqHashKindTreeNode 1
+
+/**
+ * A variable: equal only to itself, or to the variable it was mapped to at a definition site
+ * (or anywhere, with `map_free_vars`).
+ */
+#define kRFFISEqHashKindFreeVar 2
+
+/**
+ * Compared by the fields, and sharing is part of the value: `[a, a]` differs from `[a, b]`.
+ */
+#define kRFFISEqHashKindDAGNode 3
+
+/**
+ * A tree node whose identity implies equality (a shortcut for immutable values).
+ */
+#define kRFFISEqHashKindConstTreeNode 4
+
+/**
+ * Equal only to itself.
+ */
+#define kRFFISEqHashKindUniqueInstance 5
+
+/**
+ * `flags` of `RFFIStructuralEqual` / `RFFIStructuralHash`: free variables may be mapped to each
+ * other anywhere, not only at definition sites.
+ */
+#define kRFFIStructuralMapFreeVars (1 << 0)
+
+/**
+ * `flags` of the structural functions: tensors compare by dtype, shape and device, not data.
+ */
+#define kRFFIStructuralSkipTensorContent (1 << 1)
 
 /**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.
@@ -432,6 +492,9 @@ typedef struct RFFICallFrame {
    * The function to call (borrowed).
    */
   RFFIObjectHandle func;
+  /**
+   * How many argument values follow the header.
+   */
   int32_t num_args;
   /**
    * Zero; keeps `result` 8-byte aligned.
@@ -1346,6 +1409,108 @@ int32_t RFFIObjectIsInstance(RFFIObjectHandle obj, int32_t type_index);
  */
 int32_t RFFIFunctionSetGlobalFromMethodInfo(const struct RFFIMethodInfo *info,
                                             int32_t allow_override);
+
+/**
+ * Writes to `*out` 1 if `lhs` and `rhs` are structurally equal (same shape and contents, objects
+ * by their fields; cycles and shared parts handled), else 0. `flags`: `kRFFIStructural*`. A
+ * tensor on a device compared by content, or a value nested deeper than the stack allows
+ * (RecursionError), is an error.
+ *
+ * # Safety
+ * `lhs` and `rhs` must point to valid values; `out` must be writable.
+ */
+int32_t RFFIStructuralEqual(const struct RFFIAny *lhs,
+                            const struct RFFIAny *rhs,
+                            int32_t flags,
+                            int32_t *out);
+
+/**
+ * Writes the structural hash of `value` to `*out`: structurally equal values (under the same
+ * `flags`) hash equal; the hash is the same in every process.
+ *
+ * # Safety
+ * `value` must point to a valid value; `out` must be writable.
+ */
+int32_t RFFIStructuralHash(const struct RFFIAny *value, int32_t flags, uint64_t *out);
+
+/**
+ * Writes to `*lhs_path` and `*rhs_path` where `lhs` and `rhs` first differ: two
+ * `ffi.reflection.AccessPath` objects (the global function `ffi.AccessPathToString` prints one as
+ * `root.body[2].name`), or None to both when they are structurally equal.
+ *
+ * # Safety
+ * `lhs` and `rhs` must point to valid values; both out-slots must be writable.
+ */
+int32_t RFFIStructuralGetFirstMismatch(const struct RFFIAny *lhs,
+                                       const struct RFFIAny *rhs,
+                                       int32_t flags,
+                                       struct RFFIAny *lhs_path,
+                                       struct RFFIAny *rhs_path);
+
+/**
+ * Compares `lhs` with `rhs` as values (objects by their fields in order, sequences
+ * lexicographically, `None` first) and writes -1 (less), 0 (equal), 1 (greater) or, when
+ * `ordering` is 0, 2 (different) to `*out`. With `ordering` set, values that have no order
+ * (different types, maps that differ, NaN) are a TypeError.
+ *
+ * # Safety
+ * `lhs` and `rhs` must point to valid values; `out` must be writable.
+ */
+int32_t RFFIRecursiveCompare(const struct RFFIAny *lhs,
+                             const struct RFFIAny *rhs,
+                             int32_t ordering,
+                             int32_t *out);
+
+/**
+ * Writes the hash matching `RFFIRecursiveCompare`'s equality to `*out`.
+ *
+ * # Safety
+ * `value` must point to a valid value; `out` must be writable.
+ */
+int32_t RFFIRecursiveHash(const struct RFFIAny *value, uint64_t *out);
+
+/**
+ * Writes a deep copy of `value` to `*out`: new containers and objects, with the original's
+ * sharing and cycles; strings, tensors and functions are shared. A type that cannot be created
+ * from its fields is a TypeError naming it.
+ *
+ * # Safety
+ * `value` must point to a valid value; `out` must be writable.
+ */
+int32_t RFFIDeepCopy(const struct RFFIAny *value, struct RFFIAny *out);
+
+/**
+ * Writes the field-wise text of `value` to `*out` (a String): `my.Point(x=1, y=2)`, shared
+ * objects printed once (`#1=...`, then `#1`), cycles as `...`. `width` 0 prints one line;
+ * otherwise parts longer than `width` are broken over indented lines.
+ *
+ * # Safety
+ * `value` must point to a valid value; `out` must be writable.
+ */
+int32_t RFFIReprPrint(const struct RFFIAny *value, int32_t width, struct RFFIAny *out);
+
+/**
+ * Writes the JSON graph of `value` to `*out` (a String), with `metadata` (NULL: none) under
+ * `"metadata"`. Shared parts stay shared and cycles survive; CPU tensors are included (base64).
+ * A value that cannot be written (a function, a module, device memory) is a TypeError naming its
+ * type and its place in the graph.
+ *
+ * # Safety
+ * `value` must point to a valid value; `metadata` must be NULL or point to a valid value; `out`
+ * must be writable.
+ */
+int32_t RFFIToJSONGraphString(const struct RFFIAny *value,
+                              const struct RFFIAny *metadata,
+                              struct RFFIAny *out);
+
+/**
+ * Writes the value of a JSON graph (from `RFFIToJSONGraphString`, or tvm-ffi's) to `*out`.
+ * Malformed input is a ValueError saying which node is wrong and why.
+ *
+ * # Safety
+ * `json` must point to a valid byte array; `out` must be writable.
+ */
+int32_t RFFIFromJSONGraphString(const struct RFFIByteArray *json, struct RFFIAny *out);
 
 /**
  * Imports a legacy DLPack managed tensor as a Tensor without copying the data.

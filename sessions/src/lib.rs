@@ -1,8 +1,8 @@
 //! rffi sessions: one controller driving N workers that each hold a full rffi runtime and call
 //! registry functions by name on all of them at once (the job of TVM's Disco).
 //!
-//! ```no_run
-//! use rffi_session::{ProcessSession, ThreadSession};
+//! ```
+//! use rffi_session::ThreadSession;
 //! let sess = ThreadSession::new(2)?;
 //! let f = sess.get_global_func("testing.add_one")?;
 //! let r = f.call(&[41i64.into()])?;
@@ -26,6 +26,7 @@ pub mod codec;
 pub mod controller;
 pub mod dref;
 pub mod ffi;
+mod futex;
 mod peer;
 pub mod process;
 pub mod progress;

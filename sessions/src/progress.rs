@@ -10,6 +10,7 @@
 //! the controller stores `sleeping`, then reads the counts), so one of them always sees the
 //! other: no wake-up is lost.
 
+use crate::futex;
 use crate::shm_tensor::{memfd, Mapping};
 use rffi_core::{Error, Result};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -110,7 +111,7 @@ impl Progress {
         if self.word32(OFF_SLEEPING).load(SeqCst) != 0 && self.targets_met() {
             let wake = self.word32(OFF_WAKE);
             wake.fetch_add(1, SeqCst);
-            futex(wake, libc::FUTEX_WAKE, i32::MAX as u32, None);
+            futex::wake_all(wake);
         }
     }
 
@@ -131,37 +132,12 @@ impl Progress {
         let seen = wake.load(SeqCst);
         self.word32(OFF_SLEEPING).store(1, SeqCst);
         let met = self.targets_met() || {
-            futex(wake, libc::FUTEX_WAIT, seen, Some(slice));
+            futex::wait(wake, seen, slice);
             self.targets_met()
         };
         self.word32(OFF_SLEEPING).store(0, SeqCst);
         met
     }
-}
-
-/// A futex operation on a word of shared memory (not `FUTEX_PRIVATE`: the block is mapped by
-/// several processes).
-fn futex(word: &AtomicU32, op: i32, val: u32, timeout: Option<Duration>) {
-    let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs() as libc::time_t,
-        tv_nsec: t.subsec_nanos() as libc::c_long,
-    });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: the word lives in a mapping that outlives the call; a wait returns at once when the
-    // word no longer holds `val`, on a wake, a signal or the timeout.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            op,
-            val,
-            tsp,
-            std::ptr::null::<u32>(),
-            0,
-        )
-    };
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! indexed), plans of one and two steps, every error, and `load_params` on both session kinds.
 
 use rffi_core::{register_global, Any, Error, Result, Tensor};
-use rffi_session::shard::{load_local, load_local_path, ShardInfo, Weights};
+use rffi_session::shard::{load_local, load_local_path, ShardInfo, Via, Weights};
 use rffi_session::{ProcessSession, Session, ThreadSession, WorkerProgram};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -319,6 +319,67 @@ fn load_params_on_both_session_kinds() {
             3,
             "{kind}"
         );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Weight files each worker of `s` has opened so far.
+fn files_opened(s: &Session) -> Vec<i64> {
+    let f = s.get_global_func("rffi.shard.files_opened").unwrap();
+    let r = f.call(&[]).unwrap();
+    (0..s.num_workers())
+        .map(|rank| r.fetch(rank).unwrap().try_as::<i64>().unwrap())
+        .collect()
+}
+
+#[test]
+fn load_params_through_the_communicator_reads_on_worker_0_only() {
+    let dir = tmpdir("via-ccl");
+    let path = weights(&dir);
+    let path = path.to_str().unwrap();
+    // Four workers: `w` by rows, `qkv` (2 query and 2 kv heads) replicated.
+    let plan4 = r#"{"w": [["rffi.shard.split", [[4, 1, 6], "float32"], 4, 0]]}"#;
+    for (n, plan) in [(2, PLAN), (4, plan4)] {
+        let info = ShardInfo::parse(plan).unwrap();
+        let sessions: Vec<(&str, Session)> = vec![
+            ("thread", ThreadSession::new(n).unwrap()),
+            (
+                "process",
+                ProcessSession::with_program(n, &worker_program()).unwrap(),
+            ),
+        ];
+        for (kind, s) in sessions {
+            let sum = s.load_module(&plugin()).unwrap();
+            let sum = sum.get_function("session_test.sum").unwrap();
+            let e = err_of(s.load_params_via(path, &info, false, Via::Ccl));
+            assert!(e.message().contains("no communicator"), "{}", e.message());
+            let read = s.load_params(path, &info, false).unwrap();
+            s.init_ccl("shm", &[]).unwrap();
+            let before = files_opened(&s);
+            let got = s.load_params(path, &info, false).unwrap();
+            let after = files_opened(&s);
+            assert_eq!(after[0], before[0] + 1, "{kind} {n}: worker 0 reads");
+            assert_eq!(after[1..], before[1..], "{kind} {n}: the others do not");
+            assert_eq!(got.keys().collect::<Vec<_>>(), ["b", "qkv", "w"]);
+            for (name, p) in &got {
+                for rank in 0..n {
+                    let total = |d| sum.call(&[Any::from(d)]).unwrap().fetch(rank).unwrap();
+                    let (a, b) = (total(p), total(&read[name]));
+                    assert_eq!(a.try_as::<f64>().unwrap(), b.try_as::<f64>().unwrap());
+                }
+            }
+            // Worker 0's failure reaches every worker; the communicator stays usable.
+            let bad = ShardInfo::parse(r#"{"w": [["no.such", [[2], "float32"]]]}"#).unwrap();
+            let e = err_of(s.load_params(path, &bad, false));
+            assert!(
+                e.message().contains("parameter `w`, step 0"),
+                "{}",
+                e.message()
+            );
+            let again = s.load_params_via(path, &info, false, Via::Read).unwrap();
+            assert_eq!(again.len(), 3);
+            assert_eq!(files_opened(&s)[1], after[1] + 1, "{kind} {n}: read path");
+        }
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

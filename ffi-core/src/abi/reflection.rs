@@ -11,6 +11,11 @@ pub const kRFFIFieldFlagBitMaskWritable: i64 = 1 << 0;
 pub const kRFFIFieldFlagBitMaskHasDefault: i64 = 1 << 1;
 /// Method flag: a static method (no `self` argument).
 pub const kRFFIFieldFlagBitMaskIsStaticMethod: i64 = 1 << 2;
+/// Field flag: left out of structural equality and hashing (`ffi.StructuralEqual`, ...).
+pub const kRFFIFieldFlagBitMaskSEqHashIgnore: i64 = 1 << 3;
+/// Field flag: a definition site for structural equality and hashing: free variables first met
+/// inside it are mapped to each other (`fn(x) { x }` equals `fn(y) { y }`).
+pub const kRFFIFieldFlagBitMaskSEqHashDef: i64 = 1 << 4;
 /// Field flag: the default is a Function called with no argument for each new object.
 pub const kRFFIFieldFlagBitMaskDefaultFromFactory: i64 = 1 << 5;
 /// Field flag: left out of `repr`.
@@ -25,6 +30,30 @@ pub const kRFFIFieldFlagBitMaskInitOff: i64 = 1 << 9;
 pub const kRFFIFieldFlagBitMaskKwOnly: i64 = 1 << 10;
 /// Field flag: `setter` is a Function object called as `setter(object, value)`.
 pub const kRFFIFieldFlagBitMaskSetterIsFunctionObj: i64 = 1 << 11;
+/// Field flag (rffi's own, beyond tvm-ffi's bits): structural equality and hashing compare the
+/// field's object by identity (the same object), not by its contents.
+pub const kRFFIFieldFlagBitMaskSEqHashIdentity: i64 = 1 << 20;
+
+/// `RFFITypeMetadata::structural_eq_hash_kind`: not declared. rffi compares such types by their
+/// fields, as `kRFFISEqHashKindTreeNode` (tvm-ffi refuses them).
+pub const kRFFISEqHashKindUnsupported: i32 = 0;
+/// Compared and hashed by the fields; sharing is not part of the value.
+pub const kRFFISEqHashKindTreeNode: i32 = 1;
+/// A variable: equal only to itself, or to the variable it was mapped to at a definition site
+/// (or anywhere, with `map_free_vars`).
+pub const kRFFISEqHashKindFreeVar: i32 = 2;
+/// Compared by the fields, and sharing is part of the value: `[a, a]` differs from `[a, b]`.
+pub const kRFFISEqHashKindDAGNode: i32 = 3;
+/// A tree node whose identity implies equality (a shortcut for immutable values).
+pub const kRFFISEqHashKindConstTreeNode: i32 = 4;
+/// Equal only to itself.
+pub const kRFFISEqHashKindUniqueInstance: i32 = 5;
+
+/// `flags` of `RFFIStructuralEqual` / `RFFIStructuralHash`: free variables may be mapped to each
+/// other anywhere, not only at definition sites.
+pub const kRFFIStructuralMapFreeVars: i32 = 1 << 0;
+/// `flags` of the structural functions: tensors compare by dtype, shape and device, not data.
+pub const kRFFIStructuralSkipTensorContent: i32 = 1 << 1;
 
 /// Reads the field at `field` (the object's address plus the field's offset) into an owned value.
 /// Returns 0, or -1 with an error raised.

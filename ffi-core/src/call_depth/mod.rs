@@ -247,11 +247,32 @@ pub fn set_max_call_depth(limit: i64) -> Result<u32> {
     Ok(previous)
 }
 
+/// The lowest stack address deep recursion of the runtime's own (structural operations over a
+/// nested value) may reach on this thread: its stack's bottom plus the reserve a callback keeps,
+/// or 0 when the stack's bounds are unknown.
+pub(crate) fn recursion_floor() -> usize {
+    thread_local! {
+        // Measured once per thread: finding a thread's stack can read /proc (the main thread's).
+        static BOUNDS: core::cell::Cell<Option<Option<(usize, usize)>>> =
+            const { core::cell::Cell::new(None) };
+    }
+    let bounds = BOUNDS.with(|b| {
+        if b.get().is_none() {
+            b.set(Some(stack_bounds()));
+        }
+        b.get().flatten()
+    });
+    match bounds {
+        Some((low, size)) if (low..low + size).contains(&stack_pointer()) => low + reserve(size),
+        _ => 0,
+    }
+}
+
 /// The current stack pointer. Not the address of a local: AddressSanitizer's use-after-return
 /// detection moves address-taken locals to a heap "fake stack", which would read as a stack
 /// already exhausted.
 #[inline(always)]
-fn stack_pointer() -> usize {
+pub(crate) fn stack_pointer() -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         let sp: usize;

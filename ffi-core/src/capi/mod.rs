@@ -13,5 +13,6 @@ pub mod host;
 pub mod module;
 pub mod object;
 pub mod reflection;
+pub mod structural;
 pub mod tensor;
 pub mod value;

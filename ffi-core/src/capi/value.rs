@@ -8,7 +8,7 @@ use crate::{Any, AnyView, Bytes, DataType, Error, RString};
 ///
 /// # Safety
 /// `out` must be writable.
-unsafe fn put(out: *mut RFFIAny, value: Any) {
+pub(crate) unsafe fn put(out: *mut RFFIAny, value: Any) {
     // SAFETY: forwarded contract; the value's ownership moves to the caller.
     unsafe { out.write(value.into_raw()) }
 }

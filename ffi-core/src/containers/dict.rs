@@ -47,10 +47,12 @@ impl Dict {
         f(&mut b.entries.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The number of entries.
     pub fn len(&self) -> usize {
         self.with(|e| e.items.len())
     }
 
+    /// Whether the dict has no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -66,6 +68,7 @@ impl Dict {
         self.get(key)?.ok_or_else(|| missing_key(key))
     }
 
+    /// Sets `key` to `value` (a new key goes last); a key that cannot be hashed is a TypeError.
     pub fn set_item(&self, key: Any, value: Any) -> Result<()> {
         let k = MapKey::of(&key.view())?;
         let old = self.with(|e| match e.index.get(&k) {
@@ -96,6 +99,8 @@ impl Dict {
         Ok(removed)
     }
 
+    /// Removes every entry (released after the lock is dropped, since a value's deleter may reach
+    /// this dict).
     pub fn clear(&self) {
         let old = self.with(core::mem::take);
         drop(old);

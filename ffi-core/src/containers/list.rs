@@ -33,6 +33,7 @@ unsafe impl Send for ListBody {}
 unsafe extern "C" fn buffer_owned_by_list(_: *mut core::ffi::c_void) {}
 
 impl List {
+    /// A new list holding `items`.
     pub fn new(items: Vec<Any>) -> List {
         let l = List(alloc_object(
             kRFFIList,
@@ -72,10 +73,12 @@ impl List {
         r
     }
 
+    /// The number of items.
     pub fn len(&self) -> usize {
         self.with(|v| v.len())
     }
 
+    /// Whether the list has no items.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -90,6 +93,7 @@ impl List {
         self.with(|v| Ok(v[resolve_index(i, v.len(), "list")?].clone()))
     }
 
+    /// Replaces the item at `i` (negative: from the end); an IndexError when out of range.
     pub fn set_item(&self, i: i64, value: Any) -> Result<()> {
         // The old value is released after the lock is dropped: its deleter may reach this list.
         let old = self.with(|v| {
@@ -100,6 +104,7 @@ impl List {
         Ok(())
     }
 
+    /// Adds `value` at the end.
     pub fn append(&self, value: Any) {
         self.with(|v| v.push(value));
     }
@@ -124,11 +129,13 @@ impl List {
         })
     }
 
+    /// Removes every item (released after the lock is dropped).
     pub fn clear(&self) {
         let old = self.with(core::mem::take);
         drop(old);
     }
 
+    /// Adds `items` at the end, in order.
     pub fn extend(&self, items: Vec<Any>) {
         self.with(|v| v.extend(items));
     }

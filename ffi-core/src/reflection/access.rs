@@ -30,6 +30,11 @@ fn raised(what: impl FnOnce() -> String) -> Error {
 pub fn get_field(obj: &ObjectRef, name: &str) -> Result<Any> {
     let index = obj.type_index();
     let f = find_field(index, name.as_bytes()).ok_or_else(|| no_member(index, "field", name))?;
+    read_field(obj, f)
+}
+
+/// Reads the field `f` of `obj`, which must be a field of its type or of an ancestor.
+pub(crate) fn read_field(obj: &ObjectRef, f: &RFFIFieldInfo) -> Result<Any> {
     // SAFETY: the field belongs to the object's type or an ancestor, so its offset is inside.
     let addr = unsafe { obj.as_ptr().cast::<u8>().add(f.offset as usize) };
     match f.getter {
@@ -38,7 +43,11 @@ pub fn get_field(obj: &ObjectRef, name: &str) -> Result<Any> {
             // SAFETY: the getter registered for this field, with the field's address.
             if unsafe { getter(addr.cast(), &mut out) } != 0 {
                 return Err(raised(|| {
-                    format!("the getter of `{}.{name}`", key_of(index))
+                    format!(
+                        "the getter of `{}.{}`",
+                        key_of(obj.type_index()),
+                        member_name(&f.name)
+                    )
                 }));
             }
             // SAFETY: the getter's result must be a well-formed owned value; check before use.
@@ -67,6 +76,22 @@ pub fn set_field(obj: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()>
     }
     store(obj, f, value, &|| {
         format!("cannot set field `{name}` of `{}`", key_of(index))
+    })
+}
+
+/// Writes the field `f` of `obj` as `set_field` does, frozen or not: for an object still being
+/// built (a structural copy, a deserialized object) that nothing else has seen yet.
+pub(crate) fn init_field(
+    obj: &ObjectRef,
+    f: &'static RFFIFieldInfo,
+    value: &AnyView<'_>,
+) -> Result<()> {
+    store(obj, f, value, &|| {
+        format!(
+            "cannot set field `{}` of `{}`",
+            member_name(&f.name),
+            key_of(obj.type_index())
+        )
     })
 }
 

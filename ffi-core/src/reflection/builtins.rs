@@ -225,10 +225,7 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
             .and_then(|v| v.as_str())
             .ok_or_else(|| Error::value_error("each field needs a \"name\""))?;
         let doc = f.get("doc").and_then(|v| v.as_str()).unwrap_or("");
-        let flags = match f.get("flags") {
-            Some(crate::schema::JsonValue::Number(n)) => *n as i64,
-            _ => 0,
-        };
+        let flags = f.get("flags").and_then(|v| v.as_i64()).unwrap_or(0);
         let writable = match f.get("frozen") {
             Some(crate::schema::JsonValue::Bool(true)) => 0,
             _ => kRFFIFieldFlagBitMaskWritable,

@@ -9,12 +9,18 @@
 mod access;
 mod builtins;
 mod object_def;
+#[doc(hidden)] // what `object_type!` expands to
 pub mod spec;
+pub mod type_attr;
 
 pub use access::{
     call_method, create_object, create_with_fields, default_of, get_field, set_field, static_method,
 };
+pub(crate) use access::{init_field, read_field};
+#[doc(hidden)]
+pub use object_def::{field_value_error, next_field_value};
 pub use object_def::{FieldValue, Mut, Obj, ObjectDef, ObjectHeader};
+pub use type_attr::{register_type_attr, type_attr};
 
 use crate::abi::*;
 use crate::any::AnyView;
@@ -29,6 +35,7 @@ use std::sync::Once;
 /// fields and methods) when the type registry is first asked about a run-time type, or in a
 /// plugin by its `rffi_plugin_init`.
 pub struct StaticType {
+    /// Registers the type (and its parents and members) and returns its index.
     pub register: fn() -> i32,
 }
 

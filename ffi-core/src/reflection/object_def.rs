@@ -34,9 +34,41 @@ impl Default for ObjectHeader {
 /// The type must be `#[repr(C)]` with the header (directly or through its parent) at offset 0,
 /// and `type_index` must return the index registered for `TYPE_KEY`.
 pub unsafe trait ObjectDef: Sized + Send + Sync + 'static {
+    /// The type's key in the type registry (`"my.Point"`).
     const TYPE_KEY: &'static str;
     /// The registered index (registering the type, its parents and members on first use).
     fn type_index() -> i32;
+    /// The value made from every field's value in `all_fields` order (the parent's first),
+    /// starting at `values[*at]` and advancing `at`: how structural copies and deserialization
+    /// rebuild a type whose fields only Rust can construct.
+    fn from_field_values(values: &[AnyView<'_>], at: &mut usize) -> crate::Result<Self>;
+}
+
+/// The next field value for `from_field_values`, or a TypeError naming the missing field.
+#[doc(hidden)]
+pub fn next_field_value<'a, 'v>(
+    values: &'a [AnyView<'v>],
+    at: &mut usize,
+    key: &str,
+    field: &str,
+) -> crate::Result<&'a AnyView<'v>> {
+    let v = values.get(*at).ok_or_else(|| {
+        Error::type_error(format!(
+            "`{key}` from fields: no value for field `{field}` (got {})",
+            values.len()
+        ))
+    })?;
+    *at += 1;
+    Ok(v)
+}
+
+/// A field value that is not of the field's type: the TypeError of `from_field_values`.
+#[doc(hidden)]
+pub fn field_value_error(key: &str, field: &str, e: Error) -> Error {
+    Error::type_error(format!(
+        "`{key}` from fields: field `{field}`: {}",
+        e.message()
+    ))
 }
 
 /// A strong reference to an object of the Rust type `T` (or of a type derived from it).
@@ -77,10 +109,12 @@ impl<T: ObjectDef> Obj<T> {
         }
     }
 
+    /// The reference as a plain object.
     pub fn as_object(&self) -> &ObjectRef {
         &self.0
     }
 
+    /// The reference as a plain object, consumed.
     pub fn into_object(self) -> ObjectRef {
         self.0
     }
@@ -133,7 +167,12 @@ pub trait FieldValue: Send + Sync + 'static {
     const STATIC_INDEX: i32;
     /// The type schema as JSON text, such as `{"type":"int"}`.
     fn schema() -> String;
+    /// The field's value, for the runtime's getter.
     fn get(&self) -> Any;
+    /// The field from a value (a TypeError if it does not convert).
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self>
+    where
+        Self: Sized;
     /// The setter of a writable field type (only `Mut<T>`).
     fn setter() -> RFFIFieldSetter {
         None
@@ -149,6 +188,9 @@ macro_rules! field_values {
             }
             fn get(&self) -> Any {
                 Any::from(self.clone())
+            }
+            fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+                v.try_as::<$t>()
             }
         }
     )*};
@@ -181,6 +223,9 @@ impl<T: ObjectDef> FieldValue for Obj<T> {
     fn get(&self) -> Any {
         Any::from(self.clone())
     }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        v.try_as::<Obj<T>>()
+    }
 }
 
 impl<T: FieldValue + Clone> FieldValue for Option<T>
@@ -194,6 +239,13 @@ where
     fn get(&self) -> Any {
         self.clone().into()
     }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        if v.is_none() {
+            Ok(None)
+        } else {
+            T::from_value(v).map(Some)
+        }
+    }
 }
 
 /// A field that other languages may write (`RFFIObjectSetField`, `obj.x = ...` in Python): the
@@ -201,12 +253,15 @@ where
 pub struct Mut<T>(RwLock<T>);
 
 impl<T: Clone> Mut<T> {
+    /// A field holding `v`.
     pub fn new(v: T) -> Self {
         Mut(RwLock::new(v))
     }
+    /// A copy of the current value.
     pub fn get(&self) -> T {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
+    /// Replaces the value (what a write from another language does, after its type check).
     pub fn set(&self, v: T) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = v;
     }
@@ -233,6 +288,9 @@ impl<T: FieldValue + FromAny + Clone> FieldValue for Mut<T> {
     }
     fn get(&self) -> Any {
         Mut::get(self).get()
+    }
+    fn from_value(v: &AnyView<'_>) -> crate::Result<Self> {
+        T::from_value(v).map(Mut::new)
     }
     fn setter() -> RFFIFieldSetter {
         Some(mut_setter::<T>)

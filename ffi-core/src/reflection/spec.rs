@@ -1,11 +1,12 @@
 //! What `object_type!` expands to: builders for one field, one method and the type's metadata,
 //! each registering itself. Field options are method names: `#[default = v]`,
 //! `#[default_factory = f]`, `#[kw_only]`, `#[init_off]`, `#[repr_off]`, `#[compare_off]`,
-//! `#[hash_off]`, and `#[doc = ...]` (what `///` becomes).
+//! `#[hash_off]`, `#[structural_eq_ignore]`, `#[structural_eq_def]`, `#[structural_eq_identity]`,
+//! and `#[doc = ...]` (what `///` becomes).
 
-use super::object_def::{field_getter, FieldValue};
+use super::object_def::{field_getter, FieldValue, Obj, ObjectDef};
 use crate::abi::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::host::byte_array;
 use crate::{Any, Function};
 
@@ -19,6 +20,7 @@ pub struct FieldSpec {
 }
 
 impl FieldSpec {
+    /// A field `name` of type `T` at `offset` in the struct: frozen unless `T` is `Mut<_>`.
     pub fn new<T: FieldValue>(name: &'static str, offset: usize) -> FieldSpec {
         let setter = T::setter();
         let mut flags = 0;
@@ -46,6 +48,7 @@ impl FieldSpec {
         }
     }
 
+    /// Adds a line to the docstring (one `///` line each).
     pub fn doc(mut self, line: &str) -> Self {
         if !self.doc.is_empty() {
             self.doc.push('\n');
@@ -54,12 +57,14 @@ impl FieldSpec {
         self
     }
 
+    /// `#[default = v]`: the value of the field when an object is made without one.
     pub fn default(mut self, v: impl Into<Any>) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskHasDefault;
         self.default = Some(v.into());
         self
     }
 
+    /// `#[default_factory = f]`: `f()` makes the default for each new object.
     pub fn default_factory<F, R>(mut self, f: F) -> Self
     where
         F: crate::function::TypedFn<()> + Fn() -> R,
@@ -70,27 +75,48 @@ impl FieldSpec {
         self
     }
 
+    /// `#[kw_only]`: a keyword-only parameter of generated constructors.
     pub fn kw_only(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskKwOnly;
         self
     }
+    /// `#[init_off]`: not a parameter of generated constructors.
     pub fn init_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskInitOff;
         self
     }
+    /// `#[repr_off]`: left out of `repr`.
     pub fn repr_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskReprOff;
         self
     }
+    /// `#[compare_off]`: left out of `==`.
     pub fn compare_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskCompareOff;
         self
     }
+    /// `#[hash_off]`: left out of `hash`.
     pub fn hash_off(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskHashOff;
         self
     }
+    /// Left out of structural equality and hashing.
+    pub fn structural_eq_ignore(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashIgnore;
+        self
+    }
+    /// A definition site: free variables first met inside are mapped to each other.
+    pub fn structural_eq_def(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashDef;
+        self
+    }
+    /// Compared structurally by identity (the same object), not by contents.
+    pub fn structural_eq_identity(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashIdentity;
+        self
+    }
 
+    /// Registers the field in type `type_index`, with its schema in its metadata.
     pub fn register(mut self, type_index: i32) -> Result<()> {
         let metadata = format!(
             r#"{{"type_schema":{}}}"#,
@@ -116,6 +142,7 @@ pub struct MethodSpec {
 }
 
 impl MethodSpec {
+    /// A method `name` calling `function` (an instance method gets the object first).
     pub fn new(name: &'static str, function: Function) -> MethodSpec {
         MethodSpec {
             name,
@@ -124,6 +151,7 @@ impl MethodSpec {
             function,
         }
     }
+    /// Adds a line to the docstring (one `///` line each).
     pub fn doc(mut self, line: &str) -> Self {
         if !self.doc.is_empty() {
             self.doc.push('\n');
@@ -131,10 +159,12 @@ impl MethodSpec {
         self.doc.push_str(line.strip_prefix(' ').unwrap_or(line));
         self
     }
+    /// `#[static_method]`: called without an object.
     pub fn static_method(mut self) -> Self {
         self.flags |= kRFFIFieldFlagBitMaskIsStaticMethod;
         self
     }
+    /// Registers the method in type `type_index`, with its signature in its metadata.
     pub fn register(self, type_index: i32) -> Result<()> {
         let value = Any::from(self.function.clone());
         // The method's signature, as tvm-ffi records it: `{"type_schema": "<schema JSON>"}`.
@@ -180,6 +210,24 @@ pub fn register_type_doc(type_index: i32, doc_lines: &[&str], size: usize) -> Re
     };
     // SAFETY: the doc borrows a local alive for the call.
     unsafe { super::register_metadata(type_index, &meta) }
+}
+
+/// Registers `T`'s field constructor (`__ffi_from_fields__`): a Function taking every field's
+/// value in `all_fields` order and returning a new `T`.
+pub fn register_from_fields<T: ObjectDef>(type_index: i32) -> Result<()> {
+    let f = Function::from_packed(|args| {
+        let mut at = 0;
+        let v = T::from_field_values(args, &mut at)?;
+        if at != args.len() {
+            return Err(Error::type_error(format!(
+                "`{}` from fields: {} values for {at} fields",
+                T::TYPE_KEY,
+                args.len()
+            )));
+        }
+        Ok(Obj::new(v).into())
+    });
+    super::type_attr::register_type_attr(type_index, super::type_attr::FROM_FIELDS_ATTR, f.into())
 }
 
 /// The `creator` of every `object_type!` (see `register_type_doc`).
@@ -238,12 +286,9 @@ macro_rules! object_type {
             );* $(;)?
         })?
     ) => {
-        $(#[doc = $doc])*
-        #[repr(C)]
-        $vis struct $name {
-            /// The object header, or the parent type this one extends.
-            pub base: $crate::__object_base!($($parent)?),
-            $($fvis $field: $fty,)*
+        $crate::__object_struct! {
+            [$(#[doc = $doc])* $vis struct $name [$($parent)?]] []
+            $($(#[$fattr $(= $fval)?])* $fvis $field: $fty,)*
         }
 
         // SAFETY: `#[repr(C)]` with the header (or the parent, which starts with it) first; the
@@ -278,12 +323,29 @@ macro_rules! object_type {
                             $(let spec = spec.$mattr($($mval)?);)*
                             spec.register(index)?;
                         )*)?
+                        $crate::reflection::spec::register_from_fields::<$name>(index)?;
                         Ok(index)
                     };
                     declare().unwrap_or_else(|e| {
                         panic!("registering object type `{}`: {}", $key, e.message())
                     })
                 })
+            }
+
+            fn from_field_values(
+                values: &[$crate::AnyView<'_>],
+                at: &mut usize,
+            ) -> $crate::Result<Self> {
+                let base = $crate::__object_base_from_fields!(values, at; $($parent)?);
+                $(
+                    let $field = <$fty as $crate::reflection::FieldValue>::from_value(
+                        $crate::reflection::next_field_value(values, at, $key, stringify!($field))?,
+                    )
+                    .map_err(|e| {
+                        $crate::reflection::field_value_error($key, stringify!($field), e)
+                    })?;
+                )*
+                Ok($name { base, $($field,)* })
             }
         }
 
@@ -295,6 +357,31 @@ macro_rules! object_type {
     };
 }
 
+/// The struct of an `object_type!`: its fields keep their doc comments and drop the field
+/// options (`#[default = ..]`, `#[kw_only]`, ...), which are registration, not Rust attributes.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_struct {
+    ([$(#[$sattr:meta])* $vis:vis struct $name:ident [$($parent:ty)?]] [$($out:tt)*]) => {
+        $(#[$sattr])*
+        #[repr(C)]
+        $vis struct $name {
+            /// The object header, or the parent type this one extends.
+            pub base: $crate::__object_base!($($parent)?),
+            $($out)*
+        }
+    };
+    ($head:tt [$($out:tt)*] #[doc = $doc:expr] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* #[doc = $doc]] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] #[$option:ident $(= $value:expr)?] $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)*] $($rest)* }
+    };
+    ($head:tt [$($out:tt)*] $fvis:vis $field:ident : $fty:ty, $($rest:tt)*) => {
+        $crate::__object_struct! { $head [$($out)* $fvis $field: $fty,] $($rest)* }
+    };
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __object_base {
@@ -303,6 +390,17 @@ macro_rules! __object_base {
     };
     ($parent:ty) => {
         $parent
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __object_base_from_fields {
+    ($values:ident, $at:ident;) => {
+        $crate::reflection::ObjectHeader::default()
+    };
+    ($values:ident, $at:ident; $parent:ty) => {
+        <$parent as $crate::reflection::ObjectDef>::from_field_values($values, $at)?
     };
 }
 

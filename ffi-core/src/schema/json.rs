@@ -1,4 +1,6 @@
-//! The little JSON the runtime reads and writes: type schemas and function metadata.
+//! The little JSON the runtime reads and writes: type schemas, function metadata and JSON graphs
+//! of values (`structural::json`). Integers keep 64 bits (`Int`); floats that are not finite
+//! are written and read as `NaN`, `Infinity` and `-Infinity`, as Python's `json` module does.
 
 use std::fmt::Write;
 
@@ -6,6 +8,8 @@ use std::fmt::Write;
 pub enum Value {
     Null,
     Bool(bool),
+    /// An integer literal (no fraction, no exponent) that fits 64 bits.
+    Int(i64),
     Number(f64),
     Str(String),
     Array(Vec<Value>),
@@ -27,11 +31,30 @@ impl Value {
         }
     }
 
+    /// The value as an integer: an integer literal, or a number with no fraction in i64 range.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(i) => Some(i),
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.2e18 => Some(n as i64),
+            _ => None,
+        }
+    }
+
+    /// The value as a float (integers widen).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         match self {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
-            Value::Number(n) => n.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Number(n) => number(*n),
             Value::Str(s) => quote(s),
             Value::Array(a) => format!(
                 "[{}]",
@@ -45,6 +68,18 @@ impl Value {
                     .join(",")
             ),
         }
+    }
+}
+
+/// A float as JSON: the shortest text that reads back as the same float.
+fn number(n: f64) -> String {
+    if n.is_nan() {
+        "NaN".into()
+    } else if n.is_infinite() {
+        if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else {
+        // Debug keeps a fraction or an exponent (`1.0`, `1e300`), so it reads back as a float.
+        format!("{n:?}")
     }
 }
 
@@ -174,13 +209,33 @@ impl Parser<'_> {
                 self.i += 4;
                 Value::Null
             }
+            Some(b'N') if self.s[self.i..].starts_with(b"NaN") => {
+                self.i += 3;
+                Value::Number(f64::NAN)
+            }
+            Some(b'I') if self.s[self.i..].starts_with(b"Infinity") => {
+                self.i += 8;
+                Value::Number(f64::INFINITY)
+            }
+            Some(b'-') if self.s[self.i..].starts_with(b"-Infinity") => {
+                self.i += 9;
+                Value::Number(f64::NEG_INFINITY)
+            }
             Some(c) if c.is_ascii_digit() || *c == b'-' => {
                 let start = self.i;
                 while self.i < self.s.len() && b"+-.eE0123456789".contains(&self.s[self.i]) {
                     self.i += 1;
                 }
                 let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-                Value::Number(text.parse().map_err(|_| format!("bad number `{text}`"))?)
+                let bad = || format!("bad number `{text}`");
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                if digits.is_empty() || !digits.as_bytes()[0].is_ascii_digit() {
+                    return Err(bad());
+                }
+                match text.parse::<i64>() {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => Value::Number(text.parse().map_err(|_| bad())?),
+                }
             }
             _ => return Err(format!("unexpected input at byte {}", self.i)),
         };
@@ -211,11 +266,20 @@ impl Parser<'_> {
                         b'b' => out.push(8),
                         b'f' => out.push(12),
                         b'u' => {
-                            let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-                            let code =
-                                u32::from_str_radix(std::str::from_utf8(hex).unwrap_or(""), 16)
-                                    .map_err(|_| "bad \\u escape")?;
-                            self.i += 4;
+                            let mut code = self.hex4()?;
+                            // A high surrogate and the low one after it make one character.
+                            if (0xd800..0xdc00).contains(&code)
+                                && self.s[self.i..].starts_with(b"\\u")
+                            {
+                                let at = self.i;
+                                self.i += 2;
+                                let low = self.hex4()?;
+                                if (0xdc00..0xe000).contains(&low) {
+                                    code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+                                } else {
+                                    self.i = at;
+                                }
+                            }
                             let ch = char::from_u32(code).unwrap_or('\u{fffd}');
                             out.extend_from_slice(ch.to_string().as_bytes());
                         }
@@ -229,6 +293,15 @@ impl Parser<'_> {
             }
         }
         String::from_utf8(out).map_err(|_| "string is not UTF-8".into())
+    }
+
+    /// Four hex digits of a `\u` escape.
+    fn hex4(&mut self) -> Result<u32, String> {
+        let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
+        let code = u32::from_str_radix(std::str::from_utf8(hex).unwrap_or(""), 16)
+            .map_err(|_| "bad \\u escape")?;
+        self.i += 4;
+        Ok(code)
     }
 }
 
@@ -253,5 +326,30 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn integers_keep_64_bits_and_floats_round_trip() {
+        let big = i64::MAX;
+        assert_eq!(parse(&big.to_string()).unwrap(), Value::Int(big));
+        assert_eq!(parse("-12").unwrap().as_i64(), Some(-12));
+        assert_eq!(parse("2.5").unwrap(), Value::Number(2.5));
+        for x in [0.1, 1e300, -1e-300, 3.0, f64::INFINITY, f64::NEG_INFINITY] {
+            let text = Value::Number(x).to_json();
+            assert_eq!(parse(&text).unwrap().as_f64(), Some(x), "{text}");
+        }
+        assert!(parse(&Value::Number(f64::NAN).to_json())
+            .unwrap()
+            .as_f64()
+            .unwrap()
+            .is_nan());
+        assert_eq!(Value::Number(3.0).to_json(), "3.0");
+        assert!(parse("-").is_err() && parse("-x").is_err() && parse(".5").is_err());
+        // A surrogate pair is one character; a lone surrogate is replaced.
+        assert_eq!(
+            parse(r#""\ud83d\ude00""#).unwrap().as_str(),
+            Some("\u{1f600}")
+        );
+        assert_eq!(parse(r#""\ud83d""#).unwrap().as_str(), Some("\u{fffd}"));
     }
 }

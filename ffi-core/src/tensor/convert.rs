@@ -110,6 +110,7 @@ impl TensorMut {
         Ok(TensorMut(t))
     }
 
+    /// The tensor, without the promise of writability.
     pub fn into_inner(self) -> Tensor {
         self.0
     }

@@ -12,6 +12,7 @@ use crate::{DataType, Device};
 /// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`, and `DTYPE` must
 /// describe exactly that size (tensor memory is reinterpreted as `[Self]`).
 pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// The DLPack data type of the element.
     const DTYPE: DataType;
 }
 

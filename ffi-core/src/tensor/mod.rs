@@ -235,10 +235,12 @@ impl Tensor {
         Ok(self.data_ptr())
     }
 
+    /// The reference as a plain object.
     pub fn as_object(&self) -> &ObjectRef {
         &self.0
     }
 
+    /// The Tensor object's address (this reference keeps it alive); the `DLTensor` is at offset 24.
     pub fn as_raw(&self) -> *mut RFFIObject {
         self.0.as_ptr()
     }

@@ -72,3 +72,9 @@ register_builtin!("testing.tensor_zero_", |t: TensorMut| -> Result<()> {
     });
     Ok(())
 });
+
+// An optional tensor parameter: None is "no tensor", a tensor (or a DLPack producer the caller
+// converted) is one.
+register_builtin!("testing.optional_tensor_view_has_value", |t: Option<
+    Tensor,
+>| t.is_some());

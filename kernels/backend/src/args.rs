@@ -409,6 +409,15 @@ pub fn broadcast_view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     t.as_strided(shape, &strides, t.byte_offset())
 }
 
+/// `v` (a shape or strides) without the entry of `axis`: the other dims of rows along it.
+pub fn without_axis(v: &[i64], axis: usize) -> Vec<i64> {
+    v.iter()
+        .enumerate()
+        .filter(|&(i, _)| i != axis)
+        .map(|(_, &d)| d)
+        .collect()
+}
+
 impl Parsed {
     /// The dtype of the result: int64 indices for argmax, the inputs' dtype otherwise.
     pub(crate) fn out_dtype(&self) -> DataType {

@@ -30,7 +30,8 @@ mod settings;
 pub mod tune;
 
 pub use args::{
-    broadcast_shape, broadcast_view, dtype_epsilon, is_non_overlapping, matmul_shape, MatmulShape,
+    broadcast_shape, broadcast_view, dtype_epsilon, is_non_overlapping, matmul_shape, without_axis,
+    MatmulShape,
 };
 pub use backend::{
     Availability, Backend, DeviceInfo, ExplainFn, Explanation, GuardToken, Implementation,

@@ -163,13 +163,7 @@ pub fn rows_along(x: &Tensor, o: &Tensor, axis: Option<usize>) -> (Plan<2>, usiz
     let Some(a) = axis else {
         return (Plan::new(&[], [&[], &[]]), 1, 1, 1);
     };
-    let others = |v: &[i64]| -> Vec<i64> {
-        v.iter()
-            .enumerate()
-            .filter(|&(i, _)| i != a)
-            .map(|(_, &d)| d)
-            .collect()
-    };
+    let others = |v: &[i64]| rffi_kernels::without_axis(v, a);
     let plan = Plan::new(
         &others(x.shape()),
         [&others(x.strides()), &others(o.strides())],

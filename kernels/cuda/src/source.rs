@@ -1,4 +1,5 @@
-//! The CUDA C++ source of the kernels (`src/cu/*.cuh`), one module per dtype and family of ops,
+//! The CUDA C++ source of the kernels (`src/cu/*.cuh`: `common`, the dtype's prelude, `packs`,
+//! then the family's file), one module per dtype and family of ops,
 //! compiled with NVRTC at first use: a call to `add` compiles the elementwise kernels of its
 //! dtype only.
 //!
@@ -12,19 +13,28 @@ use rffi_core::DataType;
 /// Most dims a strided launch takes after collapsing (`Lay` in the source).
 pub const MAX_DIMS: usize = 8;
 
-/// A group of kernels compiled together (one NVRTC module per dtype and family).
+/// A group of kernels compiled together (one NVRTC module per dtype and family): a first call
+/// compiles only its family (and, for reductions, only its op).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
     Elementwise,
-    Reduce,
+    /// One reduction: 0 sum, 1 mean, 2 max, 3 min, 4 argmax (`RED` in `cu/reduce.cuh`).
+    Reduce(u8),
     Softmax,
     Norm,
 }
 
+/// The reductions' names, in `Family::Reduce` order.
+pub const REDUCTIONS: [&str; 5] = ["sum", "mean", "max", "min", "argmax"];
+
 impl Family {
-    pub const ALL: [Family; 4] = [
+    pub const ALL: [Family; 8] = [
         Family::Elementwise,
-        Family::Reduce,
+        Family::Reduce(0),
+        Family::Reduce(1),
+        Family::Reduce(2),
+        Family::Reduce(3),
+        Family::Reduce(4),
         Family::Softmax,
         Family::Norm,
     ];
@@ -32,7 +42,11 @@ impl Family {
     pub fn name(self) -> &'static str {
         match self {
             Family::Elementwise => "elementwise",
-            Family::Reduce => "reduce",
+            Family::Reduce(0) => "reduce_sum",
+            Family::Reduce(1) => "reduce_mean",
+            Family::Reduce(2) => "reduce_max",
+            Family::Reduce(3) => "reduce_min",
+            Family::Reduce(_) => "reduce_argmax",
             Family::Softmax => "softmax",
             Family::Norm => "norm",
         }
@@ -45,7 +59,7 @@ impl Family {
     fn body(self) -> &'static str {
         match self {
             Family::Elementwise => include_str!("cu/elementwise.cuh"),
-            Family::Reduce => include_str!("cu/reduce.cuh"),
+            Family::Reduce(_) => include_str!("cu/reduce.cuh"),
             Family::Softmax => include_str!("cu/softmax.cuh"),
             Family::Norm => include_str!("cu/norm.cuh"),
         }
@@ -171,11 +185,16 @@ pub fn module_source(dt: &Dt, family: Family) -> String {
         "#define ADD(x, y) ((C)((U)(x) + (U)(y)))\n#define SUB(x, y) ((C)((U)(x) - (U)(y)))\n\
          #define MUL(x, y) ((C)((U)(x) * (U)(y)))\n"
     };
+    let red = match family {
+        Family::Reduce(r) => format!("#define RED {r}\n"),
+        _ => String::new(),
+    };
     format!(
-        "{}\n{}#define VEC {}\n{arith}{}",
+        "{}\n{}#define VEC {}\n{arith}{red}{}\n{}",
         include_str!("cu/common.cuh"),
         prelude(dt),
         dt.vec,
+        include_str!("cu/packs.cuh"),
         family.body()
     )
 }

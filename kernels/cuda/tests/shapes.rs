@@ -256,6 +256,23 @@ fn broadcasting_binary_ops() {
         let col = fresh(&[1001, 1], dt, 27, -2.0, 2.0, 1);
         same(Op::Mul, &[&big, &row], &[], "[1001,1027] * [1027]");
         same(Op::Sub, &[&col, &big], &[], "[1001,1] - [1001,1027]");
+        // Rows of whole packs: the vectorized broadcast kernel (a row, a column, one value),
+        // also with the broadcast operand one element off alignment.
+        for off in [0, 1] {
+            let m = fresh(&[129, 1024], dt, 27, -2.0, 2.0, 0);
+            let r = fresh(&[1024], dt, 28, -2.0, 2.0, off);
+            let c = fresh(&[129, 1], dt, 29, -2.0, 2.0, off);
+            let one = fresh(&[], dt, 30, -2.0, 2.0, off);
+            same(Op::Add, &[&m, &r], &[], &format!("[129,1024] + row +{off}"));
+            same(Op::Mul, &[&c, &m], &[], &format!("col * [129,1024] +{off}"));
+            same(
+                Op::Sub,
+                &[&m, &one],
+                &[],
+                &format!("[129,1024] - 0-d +{off}"),
+            );
+            same(Op::Add, &[&c, &r], &[], &format!("col + row +{off}"));
+        }
     }
     let a = fresh(&[4, 3, 5], F32, 28, -2.0, 2.0, 0);
     let b = fresh(&[3, 1], F32, 29, 0.5, 2.0, 0);

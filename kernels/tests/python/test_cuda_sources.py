@@ -37,7 +37,8 @@ def _families(dtype):
     return rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype)).split(",")
 
 
-FAMILIES = ["elementwise", "reduce", "softmax", "norm"]
+REDUCE = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_argmax"]
+FAMILIES = ["elementwise", *REDUCE, "softmax", "norm"]
 MODULES = [(d, f) for d in DTYPES for f in FAMILIES if f == "elementwise" or "float" in d]
 
 

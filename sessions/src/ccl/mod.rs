@@ -14,6 +14,7 @@ pub mod reduce;
 pub mod registry;
 pub mod session_api;
 pub mod shm;
+mod shm_data;
 mod shm_p2p;
 pub mod testing;
 
@@ -123,6 +124,12 @@ fn describe(t: &Tensor) -> String {
 }
 
 fn check_tensor(t: &Tensor, what: &str, arg: &str, device: Device, write: bool) -> Result<()> {
+    check_layout(t, what, arg, device, write)?;
+    check_dtype(t.dtype(), &format!("{what} {arg}"))
+}
+
+/// The device, contiguity and (for an output) writability a collective needs.
+fn check_layout(t: &Tensor, what: &str, arg: &str, device: Device, write: bool) -> Result<()> {
     if t.device() != device {
         return Err(Error::value_error(format!(
             "{what} {arg}: the tensor is on {}:{} but this communicator works on {}:{}",
@@ -142,7 +149,7 @@ fn check_tensor(t: &Tensor, what: &str, arg: &str, device: Device, write: bool) 
             "{what} {arg}: the tensor is read-only"
         )));
     }
-    check_dtype(t.dtype(), &format!("{what} {arg}"))
+    Ok(())
 }
 
 /// Checks `src` and `dst` of a collective on rank `rank` of `world` against each other, before
@@ -222,6 +229,53 @@ pub fn plan<'a>(
         dst,
         dtype,
         count: count as usize,
+    })
+}
+
+/// A broadcast or scatter from worker 0 that moves `dst`'s bytes whatever its dtype: neither
+/// computes on the elements, so the loader sends every safetensors dtype this way. `src` is
+/// worker 0's (`dst`'s bytes, times the world size for a scatter).
+pub fn byte_plan<'a>(
+    kind: Kind,
+    src: Option<&'a Tensor>,
+    dst: &'a Tensor,
+    rank: usize,
+    world: usize,
+    device: Device,
+) -> Result<Plan<'a>> {
+    let what = kind.name();
+    let per = match kind {
+        Kind::Broadcast => 1,
+        Kind::Scatter => world,
+        _ => unreachable!("byte plans are broadcasts and scatters"),
+    };
+    let check = |t: &Tensor, arg: &str, write: bool| check_layout(t, what, arg, device, write);
+    check(dst, "argument #1 (dst)", true)?;
+    let src = src.filter(|_| rank == 0);
+    match src {
+        Some(s) => {
+            check(s, "argument #0 (src)", false)?;
+            if s.nbytes() != per * dst.nbytes() {
+                return Err(Error::value_error(format!(
+                    "{what}: src {} and dst {} do not fit on worker {rank} of {world}: src                      must hold {per} x the bytes of dst",
+                    describe(s),
+                    describe(dst)
+                )));
+            }
+        }
+        None if rank == 0 => {
+            return Err(Error::type_error(format!(
+                "{what} argument #0 (src): expected a tensor on worker 0, got None"
+            )))
+        }
+        None => {}
+    }
+    Ok(Plan {
+        kind,
+        src,
+        dst: Some(dst),
+        dtype: DataType::uint(8),
+        count: dst.nbytes(),
     })
 }
 

@@ -75,31 +75,83 @@ float_elem!(f32, |x| x, |a| a);
 float_elem!(f16, f16::to_f32, f16::from_f32);
 float_elem!(bf16, bf16::to_f32, bf16::from_f32);
 
-/// Unaligned reads and writes: shared-memory slots and tensors are aligned in practice, but the
-/// byte slices carry no such promise.
-fn typed<T: Elem>(dst: &mut [u8], srcs: &[&[u8]], op: Op) {
-    let size = std::mem::size_of::<T>();
-    let n = dst.len() / size;
-    let read = |s: &[u8], i: usize| -> T {
-        // SAFETY: `i < n` and every source holds `n` elements of `T` (checked by the caller);
-        // every bit pattern is a valid T for these plain number types.
-        unsafe { s.as_ptr().cast::<T>().add(i).read_unaligned() }
+/// One reduction, as a type: the combining step is then inlined and branch-free, so the loops
+/// below vectorize.
+trait Combine {
+    fn combine<T: Elem>(a: T::Acc, b: T::Acc) -> T::Acc;
+}
+
+macro_rules! combine_op {
+    ($name:ident, $op:expr) => {
+        struct $name;
+        impl Combine for $name {
+            #[inline(always)]
+            fn combine<T: Elem>(a: T::Acc, b: T::Acc) -> T::Acc {
+                T::combine(a, b, $op)
+            }
+        }
     };
-    for i in 0..n {
-        let mut acc = read(srcs[0], i).load();
-        for s in &srcs[1..] {
-            acc = T::combine(acc, read(s, i).load(), op);
+}
+combine_op!(SumOp, Op::Sum);
+combine_op!(ProdOp, Op::Prod);
+combine_op!(MinOp, Op::Min);
+combine_op!(MaxOp, Op::Max);
+
+/// Elements reduced at a time: the accumulators stay in L1.
+const BLOCK: usize = 1024;
+
+/// Unaligned reads and writes: shared-memory slots and tensors are aligned in practice, but
+/// nothing promises it. A block is read whole before it is written, so `dst` may be one of the
+/// sources.
+///
+/// # Safety
+/// `dst` must be valid for writes and every source for reads of `n` elements of `T`.
+unsafe fn blocks<T: Elem, C: Combine>(dst: *mut u8, srcs: &[*const u8], n: usize, avg: bool)
+where
+    T::Acc: Default,
+{
+    let read = |s: *const u8, i: usize| -> T {
+        // SAFETY: `i < n` and every source holds `n` elements of `T` (the caller's contract);
+        // every bit pattern is a valid T for these plain number types.
+        unsafe { s.cast::<T>().add(i).read_unaligned() }
+    };
+    let mut acc = [T::Acc::default(); BLOCK];
+    let mut base = 0;
+    while base < n {
+        let len = BLOCK.min(n - base);
+        for (j, a) in acc[..len].iter_mut().enumerate() {
+            *a = read(srcs[0], base + j).load();
         }
-        if op == Op::Avg {
-            acc = T::avg(acc, srcs.len());
+        for &s in &srcs[1..] {
+            for (j, a) in acc[..len].iter_mut().enumerate() {
+                *a = C::combine::<T>(*a, read(s, base + j).load());
+            }
         }
-        // SAFETY: `i < n` elements of `T` fit in `dst`.
-        unsafe {
-            dst.as_mut_ptr()
-                .cast::<T>()
-                .add(i)
-                .write_unaligned(T::store(acc))
-        };
+        for (j, a) in acc[..len].iter().enumerate() {
+            let v = if avg { T::avg(*a, srcs.len()) } else { *a };
+            // SAFETY: `base + j < n` elements of `T` fit in `dst`.
+            unsafe { dst.cast::<T>().add(base + j).write_unaligned(T::store(v)) };
+        }
+        base += len;
+    }
+}
+
+/// # Safety
+/// As `blocks`, with `n` the byte count over the size of `T`.
+unsafe fn typed<T: Elem>(dst: *mut u8, srcs: &[*const u8], nbytes: usize, op: Op)
+where
+    T::Acc: Default,
+{
+    let n = nbytes / std::mem::size_of::<T>();
+    // SAFETY: forwarded contract.
+    unsafe {
+        match op {
+            Op::Sum => blocks::<T, SumOp>(dst, srcs, n, false),
+            Op::Avg => blocks::<T, SumOp>(dst, srcs, n, true),
+            Op::Prod => blocks::<T, ProdOp>(dst, srcs, n, false),
+            Op::Min => blocks::<T, MinOp>(dst, srcs, n, false),
+            Op::Max => blocks::<T, MaxOp>(dst, srcs, n, false),
+        }
     }
 }
 
@@ -107,14 +159,30 @@ fn typed<T: Elem>(dst: &mut [u8], srcs: &[&[u8]], op: Op) {
 /// (one of the checked collective dtypes).
 pub fn reduce_into(dst: &mut [u8], srcs: &[&[u8]], dtype: DataType, op: Op) {
     assert!(!srcs.is_empty() && srcs.iter().all(|s| s.len() == dst.len()));
-    match (dtype.code(), dtype.bits()) {
-        (2, 32) => typed::<f32>(dst, srcs, op),
-        (2, 16) => typed::<f16>(dst, srcs, op),
-        (4, 16) => typed::<bf16>(dst, srcs, op),
-        (0, 32) => typed::<i32>(dst, srcs, op),
-        (0, 64) => typed::<i64>(dst, srcs, op),
-        (1, 8) => typed::<u8>(dst, srcs, op),
-        _ => unreachable!("dtype {dtype} was checked before"),
+    let ptrs: Vec<*const u8> = srcs.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: every buffer holds `dst.len()` bytes (asserted above).
+    unsafe { reduce_raw(dst.as_mut_ptr(), &ptrs, dst.len(), dtype, op) }
+}
+
+/// `reduce_into` on raw buffers of `nbytes` bytes each; `dst` may be one of the sources (a
+/// reduction in place).
+///
+/// # Safety
+/// `dst` must be valid for writes and every source for reads of `nbytes` bytes, and no other
+/// thread may write them meanwhile.
+pub unsafe fn reduce_raw(dst: *mut u8, srcs: &[*const u8], nbytes: usize, dtype: DataType, op: Op) {
+    assert!(!srcs.is_empty());
+    // SAFETY: forwarded contract.
+    unsafe {
+        match (dtype.code(), dtype.bits()) {
+            (2, 32) => typed::<f32>(dst, srcs, nbytes, op),
+            (2, 16) => typed::<f16>(dst, srcs, nbytes, op),
+            (4, 16) => typed::<bf16>(dst, srcs, nbytes, op),
+            (0, 32) => typed::<i32>(dst, srcs, nbytes, op),
+            (0, 64) => typed::<i64>(dst, srcs, nbytes, op),
+            (1, 8) => typed::<u8>(dst, srcs, nbytes, op),
+            _ => unreachable!("dtype {dtype} was checked before"),
+        }
     }
 }
 

@@ -12,8 +12,8 @@
 //! anything else is bounded by `RFFI_CCL_TIMEOUT_S`. After either, the communicator is marked
 //! broken on every rank (a barrier's count is lost) until `init_ccl` is called again.
 
-use super::reduce::reduce_into;
-use super::{elem_size, timeout, Kind, Plan};
+use super::{timeout, Plan};
+use crate::futex;
 use rffi_core::{Error, Result};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -26,6 +26,10 @@ const OFF_SLOT: usize = 16;
 const OFF_ARRIVED: usize = 64;
 const OFF_GEN: usize = 128;
 const OFF_BROKEN: usize = 192;
+/// Bumped by every change a rank may wait for; waiting ranks sleep on it (a futex).
+const OFF_EVENT: usize = 256;
+/// How many ranks sleep on the event word (wakers make a system call only when some do).
+const OFF_SLEEPERS: usize = 320;
 const RANK_BASE: usize = 4096;
 const RANK_AREA: usize = 1024;
 // Within a rank's area.
@@ -124,11 +128,11 @@ pub struct ShmComm {
     len: usize,
     fd: OwnedFd,
     pub(super) rank: usize,
-    world: usize,
+    pub(super) world: usize,
     pub(super) slot: usize,
     data: usize,
     op_seq: u64,
-    phase: u64,
+    pub(super) phase: u64,
     broken: Option<String>,
 }
 
@@ -279,6 +283,7 @@ impl ShmComm {
     fn break_with(&mut self, why: String) -> Error {
         self.atomic32(OFF_BROKEN)
             .store(1 + self.rank as u32, Release);
+        self.notify();
         self.broken = Some(why.clone());
         Error::runtime_error(format!(
             "ccl (shm): {why}; the communicator is broken: call init_ccl again"
@@ -308,14 +313,13 @@ impl ShmComm {
                 std::hint::spin_loop();
                 continue;
             }
-            if spins < 512 {
-                std::thread::yield_now();
-                continue;
-            }
-            std::thread::sleep(Duration::from_micros(if spins < 2048 { 20 } else { 200 }));
             let now = Instant::now();
             let b = self.atomic32(OFF_BROKEN).load(Acquire);
             if b != 0 {
+                // A reason of our own (a peer that sent to us while we send to it) comes first.
+                if let Err(why) = done(self) {
+                    return Err(self.break_with(why));
+                }
                 return Err(self.break_with(format!(
                     "worker {} gave up on it while worker {} waited in {what}",
                     b - 1,
@@ -343,14 +347,37 @@ impl ShmComm {
                     limit.as_secs_f64()
                 )));
             }
+            // Sleep until a peer changes something (see `notify`), at most until the next check
+            // of the peers; the word is read before `done`, so no change in between is missed.
+            let sleepers = self.atomic32(OFF_SLEEPERS);
+            sleepers.fetch_add(1, SeqCst);
+            let seen = self.atomic32(OFF_EVENT).load(SeqCst);
+            if matches!(done(self), Ok(false)) {
+                let left = next_check.saturating_duration_since(now);
+                futex::wait(
+                    self.atomic32(OFF_EVENT),
+                    seen,
+                    left.max(Duration::from_micros(1)),
+                );
+            }
+            sleepers.fetch_sub(1, SeqCst);
         }
     }
 
-    fn barrier(&mut self, what: &str) -> Result<()> {
+    /// Tells waiting ranks that something they may wait for changed (after the change).
+    pub(super) fn notify(&self) {
+        self.atomic32(OFF_EVENT).fetch_add(1, SeqCst);
+        if self.atomic32(OFF_SLEEPERS).load(SeqCst) > 0 {
+            futex::wake_all(self.atomic32(OFF_EVENT));
+        }
+    }
+
+    pub(super) fn barrier(&mut self, what: &str) -> Result<()> {
         let gen = self.atomic32(OFF_GEN).load(Acquire);
         if self.atomic32(OFF_ARRIVED).fetch_add(1, AcqRel) + 1 == self.world as u32 {
             self.atomic32(OFF_ARRIVED).store(0, Relaxed);
             self.atomic32(OFF_GEN).fetch_add(1, Release);
+            self.notify();
             return Ok(());
         }
         self.wait(what, None, |c| Ok(c.atomic32(OFF_GEN).load(Acquire) != gen))
@@ -424,87 +451,6 @@ impl ShmComm {
         };
         self.handshake(what, mine)?;
         self.transfer(&plan.expect("checked by the handshake"))
-    }
-
-    fn transfer(&mut self, p: &Plan<'_>) -> Result<()> {
-        let es = elem_size(p.dtype);
-        let (n, w, me) = (p.count, self.world, self.rank);
-        let split = matches!(p.kind, Kind::ReduceScatter(_) | Kind::Scatter);
-        let cap = (self.slot / es / if split { w } else { 1 }).max(1);
-        let src = p.src.map(|t| t.element_ptr().cast::<u8>());
-        let dst = p.dst.map(|t| t.element_ptr().cast::<u8>());
-        let mut off = 0;
-        while off < n {
-            let len = cap.min(n - off);
-            let (b, ob) = (len * es, off * es);
-            let half = (self.phase % 2) as usize;
-            self.phase += 1;
-            let mine = self.slot_ptr(me, half);
-            // SAFETY: (every copy below) `plan` checked that src holds `count` elements (times
-            // the world size where the collective splits it) and dst likewise, both contiguous
-            // and of `dtype`; slots hold `slot` >= `len * es` (times `w` when split) bytes; the
-            // chunk offsets stay below those sizes. Slot reads happen after the barrier that
-            // follows every rank's write of this half, and before the next write of it.
-            unsafe {
-                match p.kind {
-                    Kind::AllReduce(_) | Kind::AllGather | Kind::Gather => {
-                        std::ptr::copy_nonoverlapping(src.unwrap().add(ob), mine, b)
-                    }
-                    Kind::ReduceScatter(_) => {
-                        for r in 0..w {
-                            let from = src.unwrap().add((r * n + off) * es);
-                            std::ptr::copy_nonoverlapping(from, mine.add(r * b), b);
-                        }
-                    }
-                    Kind::Broadcast if me == 0 => {
-                        std::ptr::copy_nonoverlapping(src.unwrap().add(ob), mine, b)
-                    }
-                    Kind::Scatter if me == 0 => {
-                        for r in 0..w {
-                            let from = src.unwrap().add((r * n + off) * es);
-                            std::ptr::copy_nonoverlapping(from, mine.add(r * b), b);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            self.barrier(p.kind.name())?;
-            // SAFETY: as above.
-            unsafe {
-                let slot = |r: usize, at: usize| {
-                    std::slice::from_raw_parts(self.slot_ptr(r, half).add(at) as *const u8, b)
-                };
-                match p.kind {
-                    Kind::AllReduce(op) | Kind::ReduceScatter(op) => {
-                        let at = if split { me * b } else { 0 };
-                        let srcs: Vec<&[u8]> = (0..w).map(|r| slot(r, at)).collect();
-                        let out = std::slice::from_raw_parts_mut(dst.unwrap().add(ob), b);
-                        reduce_into(out, &srcs, p.dtype, op);
-                    }
-                    Kind::AllGather => {
-                        for r in 0..w {
-                            let to = dst.unwrap().add((r * n + off) * es);
-                            std::ptr::copy_nonoverlapping(slot(r, 0).as_ptr(), to, b);
-                        }
-                    }
-                    Kind::Gather if me == 0 => {
-                        for r in 0..w {
-                            let to = dst.unwrap().add((r * n + off) * es);
-                            std::ptr::copy_nonoverlapping(slot(r, 0).as_ptr(), to, b);
-                        }
-                    }
-                    Kind::Broadcast => std::ptr::copy(slot(0, 0).as_ptr(), dst.unwrap().add(ob), b),
-                    Kind::Scatter => std::ptr::copy_nonoverlapping(
-                        slot(0, me * b).as_ptr(),
-                        dst.unwrap().add(ob),
-                        b,
-                    ),
-                    _ => {}
-                }
-            }
-            off += len;
-        }
-        Ok(())
     }
 }
 

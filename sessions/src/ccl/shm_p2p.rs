@@ -50,6 +50,7 @@ impl ShmComm {
             }
             let seq = self.atomic64(me).load(Relaxed) + 1;
             self.atomic64(me).store(seq, Release);
+            self.notify();
             self.wait("ccl.send", Some(peer), |c| {
                 if c.atomic64(c.ack(c.rank)).load(Acquire) >= seq {
                     return Ok(true);
@@ -110,6 +111,7 @@ impl ShmComm {
                     }
                 }
                 c.atomic64(ack).store(seq, Release);
+                c.notify();
             };
             if self.atomic32(theirs + 40).load(Relaxed) != 0 {
                 let msg = self.get_msg(theirs + 44);

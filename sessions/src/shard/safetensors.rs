@@ -88,6 +88,11 @@ fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+thread_local! {
+    /// Weight files opened on this thread (`super::files_opened`).
+    pub(super) static OPENED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Weights {
     /// Maps every file `path` names and reads their headers.
     pub fn open(path: impl AsRef<Path>) -> Result<Weights> {
@@ -97,6 +102,7 @@ impl Weights {
         };
         for file in files_of(path.as_ref())? {
             let f = File::open(&file).map_err(|e| io_err(&file, e))?;
+            OPENED.with(|n| n.set(n.get() + 1));
             // SAFETY: the mapping is read-only; a file changed by another process while mapped
             // is outside what a loader can guard against (as with every safetensors reader).
             let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| io_err(&file, e))?;

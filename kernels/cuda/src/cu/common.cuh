@@ -37,6 +37,13 @@ __device__ __forceinline__ void offsets(const Lay& L, i64 i, i64& o0, i64& o1, i
   }
 }
 
+// Offsets of index i for the first two operands; no division for layouts of one dim (rows of a
+// contiguous tensor), which is what row kernels meet most.
+__device__ __forceinline__ void offsets2(const Lay& L, i64 i, i64& o0, i64& o1) {
+  if (L.nd <= 1) { o0 = L.nd ? i * L.s0[0] : 0; o1 = L.nd ? i * L.s1[0] : 0; return; }
+  i64 z; offsets(L, i, o0, o1, z);
+}
+
 __device__ __forceinline__ void offsets32(const Lay32& L, u32 i, int& o0, int& o1, int& o2) {
   o0 = 0; o1 = 0; o2 = 0;
   for (int d = L.nd - 1; d >= 0; --d) {
@@ -78,13 +85,14 @@ template <typename A> __device__ __forceinline__ A block_sum(A v, A* sh) {
   return warp_sum(v);
 }
 
-// A block-wide maximum; every thread gets the result. `lo` is the identity (-inf).
-template <typename A> __device__ __forceinline__ A block_max(A v, A* sh, A lo) {
+// Two block-wide sums at once (one pair of barriers); every thread gets both. `sh` holds 64.
+template <typename A> __device__ __forceinline__ void block_sum2(A& a, A& b, A* sh) {
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  v = warp_max(v);
+  a = warp_sum(a);
+  b = warp_sum(b);
   __syncthreads();
-  if (lane == 0) sh[w] = v;
+  if (lane == 0) { sh[w] = a; sh[32 + w] = b; }
   __syncthreads();
-  v = lane < nw ? sh[lane] : lo;
-  return warp_max(v);
+  a = warp_sum(lane < nw ? sh[lane] : (A)0);
+  b = warp_sum(lane < nw ? sh[32 + lane] : (A)0);
 }

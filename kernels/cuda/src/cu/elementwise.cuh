@@ -2,25 +2,34 @@
 // thread, over a grid sized from the SM count (the host's launch), then a scalar tail. Other
 // layouts (strided, transposed, broadcast with stride 0): one element per step, offsets from
 // the collapsed shape by 32-bit multiply-high division where the tensor allows it.
-struct __align__(16) Pack { T v[VEC]; };
+
+// Each step a block reads 4 blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
+// neighbouring blocks read neighbouring memory, and each thread has four loads in flight.
+#define TILE_LOOP(k, u, nv) \
+  const u64 tile = 4 * (u64)blockDim.x, step = tile * gridDim.x; \
+  u64 k = (u64)blockIdx.x * tile + threadIdx.x; \
+  for (; k + 3 * blockDim.x < (nv); k += step)
+#define TILE_REST(k, nv) for (; k < (nv); k += blockDim.x)
 
 template <class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64 n, F f) {
   const Pack* a = (const Pack*)pa; Pack* o = (Pack*)po;
-  const u64 nv = n / VEC, step = (u64)gridDim.x * blockDim.x;
-  u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  for (; k + 3 * step < nv; k += 4 * step) {
+  const u64 nv = n / VEC;
+  TILE_LOOP(k, u, nv) {
     Pack x[4];
-    _Pragma("unroll") for (int u = 0; u < 4; ++u) x[u] = a[k + u * step];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) x[u] = a[k + u * blockDim.x];
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
       Pack z;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j])));
-      o[k + u * step] = z;
+      o[k + u * blockDim.x] = z;
     }
   }
-  for (; k < nv; k += step) {
-    Pack x = a[k], z;
-    _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j])));
-    o[k] = z;
+  // The last, partial tile: its block finishes it pack by pack.
+  if (k < nv && k - threadIdx.x + tile > nv) {
+    TILE_REST(k, nv) {
+      Pack x = a[k], z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j])));
+      o[k] = z;
+    }
   }
   const T* as = (const T*)pa; T* os = (T*)po;
   GRID_LOOP(t, n - nv * VEC) { u64 i = nv * VEC + t; os[i] = st(f(ld(as[i]))); }
@@ -28,24 +37,68 @@ template <class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64
 
 template <class F> __device__ __forceinline__ void binary_vec(u64 pa, u64 pb, u64 po, u64 n, F f) {
   const Pack* a = (const Pack*)pa; const Pack* b = (const Pack*)pb; Pack* o = (Pack*)po;
-  const u64 nv = n / VEC, step = (u64)gridDim.x * blockDim.x;
-  u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  for (; k + 3 * step < nv; k += 4 * step) {
+  const u64 nv = n / VEC;
+  TILE_LOOP(k, u, nv) {
     Pack x[4], y[4];
-    _Pragma("unroll") for (int u = 0; u < 4; ++u) { x[u] = a[k + u * step]; y[u] = b[k + u * step]; }
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) { x[u] = a[k + u * blockDim.x]; y[u] = b[k + u * blockDim.x]; }
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
       Pack z;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j]), ld(y[u].v[j])));
-      o[k + u * step] = z;
+      o[k + u * blockDim.x] = z;
     }
   }
-  for (; k < nv; k += step) {
-    Pack x = a[k], y = b[k], z;
-    _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j]), ld(y.v[j])));
-    o[k] = z;
+  if (k < nv && k - threadIdx.x + tile > nv) {
+    TILE_REST(k, nv) {
+      Pack x = a[k], y = b[k], z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j]), ld(y.v[j])));
+      o[k] = z;
+    }
   }
   const T* as = (const T*)pa; const T* bs = (const T*)pb; T* os = (T*)po;
   GRID_LOOP(t, n - nv * VEC) { u64 i = nv * VEC + t; os[i] = st(f(ld(as[i]), ld(bs[i]))); }
+}
+
+// Broadcasting over rows of C = cv packs (the output compact and aligned, C a multiple of VEC):
+// each operand is full (mode 0: pack k), a row repeated (1: pack c of its row), a column repeated
+// (2: element r * s splat over the pack) or one value (3). The pack's row comes from a 32-bit
+// multiply-high division (`fast`: fewer than 2^31 packs) or a 64-bit one.
+struct Bc { u64 rows, cv; u32 mul, shr; int fast; int ma, mb; i64 sa, sb; };
+
+__device__ __forceinline__ Pack bc_load(u64 p, int mode, u64 k, u64 r, u64 c, i64 s) {
+  if (mode == 0) return ((const Pack*)p)[k];
+  if (mode == 1) return ((const Pack*)p)[c];
+  Pack q;
+  T v = mode == 2 ? ((const T*)p)[(i64)r * s] : ((const T*)p)[0];
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = v;
+  return q;
+}
+
+template <class F> __device__ __forceinline__ void binary_bcast(u64 pa, u64 pb, u64 po, const Bc& B, F f) {
+  Pack* o = (Pack*)po;
+  const u64 nv = B.rows * B.cv;
+  TILE_LOOP(k, u, nv) {
+    Pack x[4], y[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      u64 kk = k + u * blockDim.x;
+      u64 r = B.fast ? (u64)((__umulhi((u32)kk, B.mul) + (u32)kk) >> B.shr) : kk / B.cv;
+      u64 c = kk - r * B.cv;
+      x[u] = bc_load(pa, B.ma, kk, r, c, B.sa);
+      y[u] = bc_load(pb, B.mb, kk, r, c, B.sb);
+    }
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      Pack z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j]), ld(y[u].v[j])));
+      o[k + u * blockDim.x] = z;
+    }
+  }
+  if (k < nv && k - threadIdx.x + tile > nv) {
+    TILE_REST(k, nv) {
+      u64 r = k / B.cv, c = k - r * B.cv;
+      Pack x = bc_load(pa, B.ma, k, r, c, B.sa), y = bc_load(pb, B.mb, k, r, c, B.sb), z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x.v[j]), ld(y.v[j])));
+      o[k] = z;
+    }
+  }
 }
 
 // Operand k's offset is in s<k>; the output's is the last used lane.
@@ -73,11 +126,12 @@ template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 
   }
 }
 
-// add, sub, ...: `NAME_vec`, `NAME_strided`, `NAME_strided32`, and with a number operand
+// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, and with a number operand
 // `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`.
 #define BINARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
 extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_vec(pa, pb, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_bcast(u64 pa, u64 pb, u64 po, Bc B) { binary_bcast(pa, pb, po, B, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec(pa, po, n, [s](C x) { return OP(x, s); }); } \

@@ -1,15 +1,12 @@
 // layer_norm (OPK 0) and rms_norm (OPK 1) over the last axis, rows laid out by Lay (x in s0,
 // out in s1), with optional weight and bias (pw, pb: 0 when absent; strides sw, sb). Statistics
 // in C (float for 16-bit types): in registers, the mean and then the centred variance (two
-// passes over the registers); the generic kernel sums values shifted by the row's first element.
+// passes over the registers, a warp per row); the block variants sum values shifted by the row's
+// first element, so one block reduction of a pair gives both.
 // - norm_warp_N: a warp per row, N 16-byte packs a lane (contiguous aligned rows);
 // - norm_block_PK: a block per row (up to 512 threads), PK packs a thread;
 // - norm_rows: a block per row, any length and strides (the row read twice).
-struct __align__(16) Pack { T v[VEC]; };
 
-__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) {
-  i64 z; offsets(L, r, ox, oo, z);
-}
 
 // Element k of the output from x's value v.
 __device__ __forceinline__ C norm_one(C v, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb) {
@@ -70,29 +67,34 @@ template <int N, int OPK> __device__ __forceinline__ void norm_warp(u64 px, u64 
   }
 }
 
+// A block per row in registers. One block reduction of the pair (sum, sum of squares) of the
+// values less the row's first element (so the variance does not cancel when the mean is large
+// against the spread).
 template <int PK, int OPK> __device__ __forceinline__ void norm_block(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, i64 sw, i64 sb, int wvec) {
-  __shared__ C sh[32];
+  __shared__ C sh[64];
   const i64 nv = len / VEC;
   const T* w = (const T*)pw; const T* b = (const T*)pb;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     i64 ox, oo; row_start(L, r, ox, oo);
     const Pack* x = (const Pack*)((const T*)px + ox);
     Pack* o = (Pack*)((T*)po + oo);
-    C v[PK][VEC], s = 0;
+    const C shift = OPK == 0 ? ld(((const T*)px)[ox]) : (C)0;
+    C v[PK][VEC], s = 0, q2 = 0;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
       Pack q;
       if (k < nv) q = x[k];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = k < nv ? ld(q.v[j]) : (C)0; s += v[p][j]; }
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+        v[p][j] = k < nv ? ld(q.v[j]) : shift;
+        C d = v[p][j] - shift;
+        s += d;
+        q2 += d * d;
+      }
     }
-    C mean = 0;
-    if (OPK == 0) mean = block_sum(s, sh) / (C)len;
-    C q2 = 0;
-    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ok ? v[p][j] - mean : (C)0; q2 += d * d; }
-    }
-    C rstd = RSQRT(block_sum(q2, sh) / (C)len + (C)eps);
+    block_sum2(s, q2, sh);
+    // rms_norm: no shift, no mean: the mean square.
+    C dm = OPK == 0 ? s / (C)len : (C)0, var = q2 / (C)len - dm * dm;
+    C rstd = RSQRT((var > (C)0 ? var : (C)0) + (C)eps), mean = shift + dm;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
       if (k < nv) o[k] = norm_pack(v[p], mean, rstd, w, b, k, sw, sb, wvec);
@@ -100,36 +102,52 @@ template <int PK, int OPK> __device__ __forceinline__ void norm_block(u64 px, u6
   }
 }
 
-template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, const Lay& L, double eps, i64 sw, i64 sb) {
-  __shared__ C sh[32];
+
+// A block per row, any length: the row read twice; 16-byte packs after peeling to alignment when
+// the row is contiguous in x and out at the same alignment (`vec`).
+template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, const Lay& L, double eps, i64 sw, i64 sb, int vec) {
+  __shared__ C sh[64];
   const T* w = (const T*)pw; const T* b = (const T*)pb;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     i64 ox, oo; row_start(L, r, ox, oo);
     const T* x = (const T*)px + ox; T* o = (T*)po + oo;
-    // Shifting by the first element keeps sum(d^2) - sum(d)^2 / n from cancelling.
     const C shift = OPK == 0 ? ld(x[0]) : (C)0;
     C s = 0, q2 = 0;
-    for (i64 k = threadIdx.x; k < len; k += blockDim.x) { C d = ld(x[k * sx]) - shift; s += d; q2 += d * d; }
-    s = block_sum(s, sh);
-    q2 = block_sum(q2, sh);
+    const i64 head = vec ? peel(x, 0, len) : len, np = vec ? (len - head) / VEC : 0, tail = head + np * VEC;
+    for (i64 k = threadIdx.x; k < head; k += blockDim.x) { C d = ld(x[k * sx]) - shift; s += d; q2 += d * d; }
+    const Pack* xp = (const Pack*)(x + head);
+    for (i64 k = threadIdx.x; k < np; k += blockDim.x) {
+      Pack q = xp[k];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ld(q.v[j]) - shift; s += d; q2 += d * d; }
+    }
+    for (i64 k = tail + threadIdx.x; k < len; k += blockDim.x) { C d = ld(x[k]) - shift; s += d; q2 += d * d; }
+    block_sum2(s, q2, sh);
     C dm = OPK == 0 ? s / (C)len : (C)0;
     C var = q2 / (C)len - dm * dm;
-    var = var > (C)0 ? var : (C)0;
-    C rstd = RSQRT(var + (C)eps), mean = shift + dm;
-    for (i64 k = threadIdx.x; k < len; k += blockDim.x) o[k * so] = st(norm_one(ld(x[k * sx]), mean, rstd, w, b, k, sw, sb));
+    C rstd = RSQRT((var > (C)0 ? var : (C)0) + (C)eps), mean = shift + dm;
+    for (i64 k = threadIdx.x; k < head; k += blockDim.x) o[k * so] = st(norm_one(ld(x[k * sx]), mean, rstd, w, b, k, sw, sb));
+    Pack* op = (Pack*)(o + head);
+    for (i64 k = threadIdx.x; k < np; k += blockDim.x) {
+      Pack q = xp[k], z;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(norm_one(ld(q.v[j]), mean, rstd, w, b, head + k * VEC + j, sw, sb));
+      op[k] = z;
+    }
+    for (i64 k = tail + threadIdx.x; k < len; k += blockDim.x) o[k] = st(norm_one(ld(x[k]), mean, rstd, w, b, k, sw, sb));
   }
 }
 
 #define NORM_ARGS u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, i64 sw, i64 sb, int wvec
 #define NORM_PASS px, po, pw, pb, rows, len, L, eps, sw, sb, wvec
+// Bounds: the warp variants launch 256 threads, the block variants up to 512; they keep 64
+// registers a thread (at least 1024 threads an SM), 128 for the largest warp variant.
 #define NORM_VARIANTS(NAME, OPK) \
-extern "C" __global__ void NAME##_warp_1(NORM_ARGS) { norm_warp<1, OPK>(NORM_PASS); } \
-extern "C" __global__ void NAME##_warp_2(NORM_ARGS) { norm_warp<2, OPK>(NORM_PASS); } \
-extern "C" __global__ void NAME##_warp_4(NORM_ARGS) { norm_warp<4, OPK>(NORM_PASS); } \
-extern "C" __global__ void __launch_bounds__(512) NAME##_block_1(NORM_ARGS) { norm_block<1, OPK>(NORM_PASS); } \
-extern "C" __global__ void __launch_bounds__(512) NAME##_block_2(NORM_ARGS) { norm_block<2, OPK>(NORM_PASS); } \
-extern "C" __global__ void __launch_bounds__(512) NAME##_block_4(NORM_ARGS) { norm_block<4, OPK>(NORM_PASS); } \
-extern "C" __global__ void __launch_bounds__(512) NAME##_block_8(NORM_ARGS) { norm_block<8, OPK>(NORM_PASS); } \
-extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb); }
+extern "C" __global__ void __launch_bounds__(256, 4) NAME##_warp_1(NORM_ARGS) { norm_warp<1, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(256, 4) NAME##_warp_2(NORM_ARGS) { norm_warp<2, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(256, 2) NAME##_warp_4(NORM_ARGS) { norm_warp<4, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512, 2) NAME##_block_1(NORM_ARGS) { norm_block<1, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512, 2) NAME##_block_2(NORM_ARGS) { norm_block<2, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512, 2) NAME##_block_4(NORM_ARGS) { norm_block<4, OPK>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(512, 2) NAME##_block_8(NORM_ARGS) { norm_block<8, OPK>(NORM_PASS); } \
+extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb, int vec) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb, vec); }
 NORM_VARIANTS(layer_norm, 0)
 NORM_VARIANTS(rms_norm, 1)

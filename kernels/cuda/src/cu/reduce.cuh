@@ -5,7 +5,6 @@
 // elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
 // 16-byte loads where the layout allows. Long reductions split into
 // chunks whose partial results (Acc) a second kernel combines.
-struct __align__(16) Pack { T v[VEC]; };
 
 struct RLay { int nk; int nr; i64 kshape[MAXD]; i64 kx[MAXD]; i64 ko[MAXD]; i64 rshape[MAXD]; i64 rx[MAXD]; };
 
@@ -59,6 +58,7 @@ template <int R> __device__ __forceinline__ Acc acc_block(Acc a) {
 
 // The kept output `o`'s offsets in x and out.
 __device__ __forceinline__ void kept_offsets(const RLay& L, i64 o, i64& ox, i64& oo) {
+  if (L.nk == 1) { ox = o * L.kx[0]; oo = o * L.ko[0]; return; }
   ox = 0; oo = 0;
   for (int d = L.nk - 1; d >= 0; --d) {
     i64 c = o % L.kshape[d]; o /= L.kshape[d];
@@ -68,6 +68,7 @@ __device__ __forceinline__ void kept_offsets(const RLay& L, i64 o, i64& ox, i64&
 
 // The offset in x of the q-th run (the reduced dims but the last).
 __device__ __forceinline__ i64 run_offset(const RLay& L, i64 q) {
+  if (L.nr <= 2) return L.nr == 2 ? q * L.rx[0] : 0;
   i64 off = 0;
   for (int d = L.nr - 2; d >= 0; --d) { i64 c = q % L.rshape[d]; q /= L.rshape[d]; off += c * L.rx[d]; }
   return off;
@@ -85,9 +86,7 @@ template <int R> __device__ __forceinline__ void store_result(u64 po, i64 oo, Ac
 template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
   if (vec && rs == 1) {
     // Peel to a 16-byte boundary, then packs, then the tail.
-    i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
-    i64 head = mis ? VEC - mis : 0;
-    if (head > hi - lo) head = hi - lo;
+    i64 head = peel(x, lo, hi);
     for (i64 k = lo + lane; k < lo + head; k += lanes) acc_merge<R>(a, (ACC)ld(x[k]), base + k);
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);
@@ -268,8 +267,15 @@ extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout,
 extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_combine(u64 pp, u64 po, RLay L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) { reduce_combine<R>(pp, po, L, nout, chunks, so, sc, count); }
 
+// One op a module (RED, set by the host), so a first call compiles only what it runs.
+#if RED == 0
 REDUCE_OP(sum, 0)
+#elif RED == 1
 REDUCE_OP(mean, 1)
+#elif RED == 2
 REDUCE_OP(max, 2)
+#elif RED == 3
 REDUCE_OP(min, 3)
+#else
 REDUCE_OP(argmax, 4)
+#endif

@@ -10,11 +10,7 @@
 // - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
 //   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
 // A NaN anywhere makes the row NaN, and a row of -inf is NaN, as in PyTorch.
-struct __align__(16) Pack { T v[VEC]; };
 
-__device__ __forceinline__ void row_start(const Lay& L, i64 r, i64& ox, i64& oo) {
-  i64 z; offsets(L, r, ox, oo, z);
-}
 
 // (max, sum of exp(x - max)) pairs, merged.
 __device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
@@ -53,12 +49,6 @@ __device__ __forceinline__ void block_ms(C& m, C& s) {
   }
 }
 
-// The elements before x + lo reaches a 16-byte boundary, at most hi - lo.
-__device__ __forceinline__ i64 peel(const T* x, i64 lo, i64 hi) {
-  i64 mis = (i64)(((u64)(x + lo) / sizeof(T)) % VEC);
-  i64 head = mis ? VEC - mis : 0;
-  return head < hi - lo ? head : hi - lo;
-}
 
 // This thread's running pair over elements [lo, hi) of a row (block-strided).
 __device__ __forceinline__ void ms_fold(const T* x, i64 sx, i64 lo, i64 hi, int vec, C& m, C& s) {
@@ -218,9 +208,10 @@ template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i6
 }
 
 // A block per row, PK packs a thread, in registers: each element read once, exponentiated once,
-// written once (contiguous aligned rows of whole packs, len / VEC <= PK * blockDim).
+// written once (contiguous aligned rows of whole packs, len / VEC <= PK * blockDim). One block
+// reduction: each thread's (max, sum of exp(x - max)) pair, merged; a thread's values are then
+// rescaled by exp(its max - the row's max) / the row's sum.
 template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
-  __shared__ C sh[32];
   const i64 nv = len / VEC;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     i64 ox, oo; row_start(L, r, ox, oo);
@@ -236,45 +227,48 @@ template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, 
         _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
       }
     }
-    m = block_max(m, sh, (C)NEG_INF);
     C s = 0;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
+      bool ok = threadIdx.x + (i64)p * blockDim.x < nv && m != NEG_INF;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ok ? FEXP(v[p][j] - m) : (C)0; s += v[p][j]; }
     }
-    s = block_sum(s, sh);
-    C inv = (C)1 / s;
+    C rm = m, rs = s;
+    block_ms(rm, rs);
+    // A fully masked row has rm = -inf and rs = 0: 0 / 0, NaN, as in PyTorch.
+    C scale = (m == NEG_INF ? (C)0 : FEXP(m - rm)) / rs;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
       if (k < nv) {
         Pack q;
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * inv);
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * scale);
         o[k] = q;
       }
     }
   }
 }
 
-#define SOFTMAX_GROUP(G, N) \
-extern "C" __global__ void softmax_group_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, Lay L) { softmax_group<G, N>(px, po, rows, len, sx, so, L); }
-SOFTMAX_GROUP(1, 1)
-SOFTMAX_GROUP(1, 2)
-SOFTMAX_GROUP(1, 4)
-SOFTMAX_GROUP(2, 4)
-SOFTMAX_GROUP(4, 4)
-SOFTMAX_GROUP(8, 4)
-SOFTMAX_GROUP(16, 4)
-SOFTMAX_GROUP(32, 4)
-SOFTMAX_GROUP(32, 8)
-SOFTMAX_GROUP(32, 16)
-SOFTMAX_GROUP(32, 32)
+// Launched with 256 threads; the bound (blocks an SM) keeps 64 registers a thread, 85 for the
+// largest group variant and 128 for the largest warp variant.
+#define SOFTMAX_GROUP(G, N, B) \
+extern "C" __global__ void __launch_bounds__(256, B) softmax_group_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, Lay L) { softmax_group<G, N>(px, po, rows, len, sx, so, L); }
+SOFTMAX_GROUP(1, 1, 4)
+SOFTMAX_GROUP(1, 2, 4)
+SOFTMAX_GROUP(1, 4, 4)
+SOFTMAX_GROUP(2, 4, 4)
+SOFTMAX_GROUP(4, 4, 4)
+SOFTMAX_GROUP(8, 4, 4)
+SOFTMAX_GROUP(16, 4, 4)
+SOFTMAX_GROUP(32, 4, 4)
+SOFTMAX_GROUP(32, 8, 4)
+SOFTMAX_GROUP(32, 16, 4)
+SOFTMAX_GROUP(32, 32, 3)
 
-#define SOFTMAX_WARP(N) \
-extern "C" __global__ void softmax_warp_##N(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_warp<N>(px, po, rows, len, L); }
-SOFTMAX_WARP(1)
-SOFTMAX_WARP(2)
-SOFTMAX_WARP(4)
-SOFTMAX_WARP(8)
+#define SOFTMAX_WARP(N, B) \
+extern "C" __global__ void __launch_bounds__(256, B) softmax_warp_##N(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_warp<N>(px, po, rows, len, L); }
+SOFTMAX_WARP(1, 4)
+SOFTMAX_WARP(2, 4)
+SOFTMAX_WARP(4, 4)
+SOFTMAX_WARP(8, 2)
 
 // The bound keeps every variant launchable at 1024 threads (at most 64 registers a thread).
 #define SOFTMAX_BLOCK(PK) \

@@ -16,6 +16,8 @@ use std::ffi::c_void;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Form {
     Vec,
+    /// Broadcasting over rows of whole packs (`Bc`).
+    Bcast,
     Strided32,
     Strided,
 }
@@ -27,6 +29,7 @@ fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
             match (name, scalar, form) {
                 $(
                     ($n, false, Form::Vec) => concat!($n, "_vec"),
+                    ($n, _, Form::Bcast) => concat!($n, "_bcast"),
                     ($n, false, Form::Strided32) => concat!($n, "_strided32"),
                     ($n, false, Form::Strided) => concat!($n, "_strided"),
                     ($n, true, Form::Vec) => concat!($n, "_scalar_vec"),
@@ -64,43 +67,111 @@ fn op_name(call: &OpCall<'_>) -> &'static str {
     }
 }
 
-/// The launch of an elementwise kernel over `n` elements: `vec` when every operand allows it,
-/// else 32-bit offsets when they fit.
+/// The launch of an elementwise kernel over `n` elements in `form` (`vec`: elements a pack).
 pub fn plan(
     name: &str,
     scalar: bool,
     n: u64,
-    vec_elems: Option<u64>,
-    fits32: bool,
+    form: Form,
+    vec: u64,
     sms: i64,
     tuned: &Tuned<'_>,
-) -> (Launch, Form, String) {
+) -> (Launch, String) {
     let threads = tuned.get("threads", 256).clamp(32, 1024) as u64;
     let cap = (sms * tuned.get("blocks_per_sm", 8).max(1)) as u64;
-    let (form, work, why) = match vec_elems {
-        Some(v) => (
-            Form::Vec,
-            n.cdiv(v).cdiv(4),
-            format!("contiguous 16-byte aligned operands: {v}-element packs, 4 a thread per step"),
+    let (work, why) = match form {
+        Form::Vec => (
+            n.cdiv(vec).cdiv(4),
+            format!(
+                "contiguous 16-byte aligned operands: {vec}-element packs, 4 a thread per step"
+            ),
         ),
-        None if fits32 => (
-            Form::Strided32,
+        Form::Bcast => (
+            n.cdiv(vec).cdiv(4),
+            format!(
+                "a broadcast operand (a row, a column or one value) over rows of whole \
+                 {vec}-element packs: 16-byte loads, the pack's row by multiply-high division"
+            ),
+        ),
+        Form::Strided32 => (
             n,
             "strided, transposed or broadcast operands: 32-bit offsets".to_owned(),
         ),
-        None => (
-            Form::Strided,
-            n,
-            "strided operands with offsets beyond 32 bits".to_owned(),
-        ),
+        Form::Strided => (n, "strided operands with offsets beyond 32 bits".to_owned()),
     };
     let blocks = work.cdiv(threads).clamp(1, cap.max(1));
     let why = format!("{why}; grid at most {cap} blocks ({sms} SMs x blocks_per_sm)");
     (
         Launch::new(kernel(name, scalar, form), blocks, threads),
-        form,
         why,
     )
+}
+
+/// `struct Bc` of the kernels: rows of `cv` packs, each operand's mode and stride.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Bc {
+    rows: u64,
+    cv: u64,
+    mul: u32,
+    shr: u32,
+    fast: i32,
+    ma: i32,
+    mb: i32,
+    sa: i64,
+    sb: i64,
+}
+
+/// The broadcast form of a binary op, when it applies: the output compact and aligned, the
+/// layout (in the output's order) at most two dims [R, C] with C a multiple of the pack, and
+/// each input full (strides (C, 1)), a row ((0, 1)), a column ((s, 0)) or one value; full and
+/// row operands aligned.
+pub fn broadcast_form(shape: &[i64], strides: &[&[i64]], ptrs: &[u64], vec: i64) -> Option<Bc> {
+    if strides.len() != 3 {
+        return None;
+    }
+    let dims = super::collapse(shape, strides);
+    let (rows, c, so, si) = match dims.as_slice() {
+        [] => return None,
+        [(c, s)] => (1, *c, [0, s[2]], [[0, s[0]], [0, s[1]]]),
+        [(r, s0), (c, s1)] => (*r, *c, [s0[2], s1[2]], [[s0[0], s1[0]], [s0[1], s1[1]]]),
+        _ => return None,
+    };
+    if c % vec != 0 || so[1] != 1 || (rows > 1 && so[0] != c) || ptrs[2] % 16 != 0 {
+        return None;
+    }
+    let mut modes = [0i32; 2];
+    let mut col = [0i64; 2];
+    for j in 0..2 {
+        let [sr, sc] = si[j];
+        modes[j] = match (sr, sc) {
+            (sr, 1) if (sr == c || rows == 1) && ptrs[j] % 16 == 0 => 0,
+            (0, 1) if ptrs[j] % 16 == 0 => 1,
+            (0, 0) => 3,
+            (sr, 0) => {
+                col[j] = sr;
+                2
+            }
+            _ => return None,
+        };
+    }
+    if modes == [0, 0] {
+        return None; // plain vec handles it
+    }
+    let cv = (c / vec) as u64;
+    let npk = rows as u64 * cv;
+    let (mul, shr) = super::fast_div(cv.min(u32::MAX as u64) as u32);
+    Some(Bc {
+        rows: rows as u64,
+        cv,
+        mul,
+        shr,
+        fast: (npk < 1 << 31 && cv < 1 << 31) as i32,
+        ma: modes[0],
+        mb: modes[1],
+        sa: col[0],
+        sb: col[1],
+    })
 }
 
 /// A scalar operand as the kernel's compute type.
@@ -141,6 +212,7 @@ struct Prepared {
     config: Option<String>,
     lay: Lay,
     lay32: Lay32,
+    bc: Bc,
 }
 
 /// Operands of an elementwise kernel: pointers (inputs, then the output) and their strides over
@@ -190,25 +262,35 @@ fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared
     let vec = ops.vectorizable();
     let (shape, strides) = in_output_order(ops);
     let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
-    let lay32 = if vec {
+    let scalar = call.scalar.is_some() && name != "copy";
+    let bc = if vec || scalar {
+        None
+    } else {
+        broadcast_form(&shape, &strides, &ops.ptrs, dt.vec as i64)
+    };
+    let lay32 = if vec || bc.is_some() {
         None
     } else {
         Lay32::new(n, &shape, &strides)
     };
-    let lay = if vec || lay32.is_some() {
-        Lay::default()
+    let form = if vec {
+        Form::Vec
+    } else if bc.is_some() {
+        Form::Bcast
+    } else if lay32.is_some() {
+        Form::Strided32
     } else {
+        Form::Strided
+    };
+    let lay = if form == Form::Strided {
         Lay::new(&shape, &strides)?
+    } else {
+        Lay::default()
     };
     let sms = sms(call)?;
-    let tuned = Tuned::select(
-        &call.tune,
-        "elementwise",
-        &[("numel", n as i64), ("sms", sms)],
-    )?;
-    let scalar = call.scalar.is_some() && name != "copy";
-    let vec_elems = vec.then_some(dt.vec as u64);
-    let (launch, form, why) = plan(name, scalar, n, vec_elems, lay32.is_some(), sms, &tuned);
+    let vars = [("numel", n as i64), ("sms", sms)];
+    let tuned = Tuned::select(&call.tune, "elementwise", &vars)?;
+    let (launch, why) = plan(name, scalar, n, form, dt.vec as u64, sms, &tuned);
     Ok(Prepared {
         launch,
         form,
@@ -216,6 +298,7 @@ fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared
         config: tuned.origin(),
         lay,
         lay32: lay32.unwrap_or_default(),
+        bc: bc.unwrap_or_default(),
     })
 }
 
@@ -250,6 +333,7 @@ fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
     }
     match p.form {
         Form::Vec => args.push(arg(&mut n64)),
+        Form::Bcast => args.push(arg(&mut p.bc)),
         Form::Strided32 => {
             args.push(arg(&mut n32));
             args.push(arg(&mut p.lay32));

@@ -24,7 +24,7 @@ pub struct Class {
 pub enum Kind {
     /// The warp and block variants: `(x, out, w, b, rows, len, L, eps, sw, sb, wvec)`.
     Packed,
-    /// `(x, out, w, b, rows, len, sx, so, L, eps, sw, sb)`.
+    /// `(x, out, w, b, rows, len, sx, so, L, eps, sw, sb, vec)`.
     Rows,
 }
 
@@ -148,6 +148,9 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
     let mut wvec = (wv && bv) as i32;
     let (mut px, mut po) = (ptr(x), ptr(o));
     let mut eps = call.eps;
+    let axis = x.ndim() - 1;
+    let v = dt(call)?.vec as i64;
+    let mut vec = (sx == 1 && so == 1 && row_alignment(x, o, axis, v, true)) as i32;
     let f = function(call.device, call.dtype, Family::Norm, l.kernel)?;
     let mut args: Vec<*mut c_void> = vec![
         arg(&mut px),
@@ -161,8 +164,9 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
         args.extend([arg(&mut sx), arg(&mut so)]);
     }
     args.extend([arg(&mut lay), arg(&mut eps), arg(&mut sw), arg(&mut sb)]);
-    if kind == Kind::Packed {
-        args.push(arg(&mut wvec));
+    match kind {
+        Kind::Packed => args.push(arg(&mut wvec)),
+        Kind::Rows => args.push(arg(&mut vec)),
     }
     // SAFETY: the arguments match the kernel (`cu/norm.cuh`); x, out, weight and bias are the
     // tensors' elements (weight and bias of x's last-axis length, checked by the dispatcher),

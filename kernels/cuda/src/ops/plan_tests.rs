@@ -129,6 +129,8 @@ fn reduction_walk_per_shape_class() {
     let p = reduce_plan(&t, Op::Argmax, class(4096, 1000, 1, Some(1000)));
     assert_eq!((p.main.kernel, p.chunks), ("argmax_rows_32", 1));
     let p = reduce_plan(&t, Op::Sum, class(4096, 4096, 1, Some(4096)));
+    assert_eq!((p.main.kernel, p.chunks), ("sum_rows_32", 1));
+    let p = reduce_plan(&t, Op::Sum, class(4096, 65536, 1, Some(65536)));
     assert_eq!((p.main.kernel, p.chunks), ("sum_rows_block", 1));
     // Few long rows are split.
     let p = reduce_plan(&t, Op::Sum, class(8, 1 << 20, 1, Some(1 << 20)));
@@ -187,15 +189,37 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
     assert_eq!(np(4097, 4, false), "layer_norm_rows 512");
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
-    let (l, form, _) = elementwise::plan("gelu", false, 1 << 28, Some(8), true, SMS, &tuned);
-    assert_eq!(
-        (l.kernel, form, l.grid.0, l.block),
-        ("gelu_vec", elementwise::Form::Vec, 8 * 132, 256)
-    );
-    let (l, _, _) = elementwise::plan("add", true, 1000, None, true, SMS, &tuned);
+    use elementwise::Form;
+    let (l, _) = elementwise::plan("gelu", false, 1 << 28, Form::Vec, 8, SMS, &tuned);
+    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec", 8 * 132, 256));
+    let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, &tuned);
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
-    let (l, _, _) = elementwise::plan("copy", false, 1 << 33, None, false, SMS, &tuned);
+    let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, &tuned);
     assert_eq!(l.kernel, "copy_strided");
+    let (l, _) = elementwise::plan("mul", false, 1 << 26, Form::Bcast, 4, SMS, &tuned);
+    assert_eq!(l.kernel, "mul_bcast");
+}
+
+#[test]
+fn broadcast_forms() {
+    use elementwise::broadcast_form;
+    let p = [0u64, 0, 0];
+    let dbg = |b| format!("{b:?}");
+    // [R, C] + [C]: a row; [R, 1] * [R, C]: a column; a 0-d operand: one value.
+    let bc = broadcast_form(&[8, 64], &[&[64, 1], &[0, 1], &[64, 1]], &p, 4).unwrap();
+    assert!(dbg(bc).contains("ma: 0, mb: 1"), "{bc:?}");
+    let bc = broadcast_form(&[8, 64], &[&[1, 0], &[64, 1], &[64, 1]], &p, 4).unwrap();
+    assert!(dbg(bc).contains("ma: 2, mb: 0, sa: 1"), "{bc:?}");
+    let bc = broadcast_form(&[512], &[&[1], &[0], &[1]], &p, 8).unwrap();
+    assert!(
+        dbg(bc).contains("rows: 1, cv: 64") && dbg(bc).contains("mb: 3"),
+        "{bc:?}"
+    );
+    // Rows of part packs, a transposed operand, a misaligned row, nothing broadcast: no.
+    assert!(broadcast_form(&[8, 6], &[&[6, 1], &[0, 1], &[6, 1]], &p, 4).is_none());
+    assert!(broadcast_form(&[8, 64], &[&[1, 8], &[0, 1], &[64, 1]], &p, 4).is_none());
+    assert!(broadcast_form(&[8, 64], &[&[64, 1], &[0, 1], &[64, 1]], &[0, 4, 0], 4).is_none());
+    assert!(broadcast_form(&[8, 64], &[&[64, 1], &[64, 1], &[64, 1]], &p, 4).is_none());
 }
 
 #[test]
@@ -204,11 +228,11 @@ fn every_planned_kernel_is_in_the_source() {
     let src = |f| module_source(&dt, f);
     let softmax_src = src(Family::Softmax);
     for name in softmax::kernel_names() {
-        // Instances are macro calls: `softmax_group_8_4` is `SOFTMAX_GROUP(8, 4)`.
+        // Instances are macro calls: `softmax_group_8_4` is `SOFTMAX_GROUP(8, 4, bound)`.
         let parts: Vec<&str> = name.split('_').collect();
         let found = match parts[1] {
-            "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {})", parts[2], parts[3])),
-            "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({})", parts[2])),
+            "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
+            "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
             _ => softmax_src.contains(&format!("void {name}(")),
         };
@@ -226,10 +250,14 @@ fn every_planned_kernel_is_in_the_source() {
         );
         assert!(norm_src.contains(&format!("NAME##_{variant}(")), "{name}");
     }
-    let reduce_src = src(Family::Reduce);
-    for op in ["sum", "mean", "max", "min", "argmax"] {
-        assert!(reduce_src.contains(&format!("REDUCE_OP({op}, ")), "{op}");
+    let reduce_src = src(Family::Reduce(0));
+    for (i, op) in crate::source::REDUCTIONS.iter().enumerate() {
+        assert!(
+            reduce_src.contains(&format!("REDUCE_OP({op}, {i})")),
+            "{op}"
+        );
     }
+    assert!(reduce_src.contains("#define RED 0"));
     for v in [
         "rows_1",
         "rows_4",

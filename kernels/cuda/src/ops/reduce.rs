@@ -64,6 +64,18 @@ pub struct Plan {
     pub why: String,
 }
 
+/// The op's index in `source::REDUCTIONS` (its module).
+fn op_index(op: Op) -> u8 {
+    match op {
+        Op::Sum => 0,
+        Op::Mean => 1,
+        Op::Max => 2,
+        Op::Min => 3,
+        Op::Argmax => 4,
+        op => unreachable!("{op} is not a reduction"),
+    }
+}
+
 fn names(op: Op) -> [&'static str; 7] {
     macro_rules! n {
         ($p:literal) => {
@@ -300,7 +312,8 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
     let mut pp = scratch.as_ref().map_or(0, |s| s.ptr);
     let (mut chunks, mut chunk, mut count) = (p.chunks, p.chunk, c.count);
-    let f = function(call.device, call.dtype, Family::Reduce, p.main.kernel)?;
+    let family = Family::Reduce(op_index(call.op));
+    let f = function(call.device, call.dtype, family, p.main.kernel)?;
     let mut nout = c.nout;
     let mut items = c.nout * p.chunks;
     let mut vec: i32 = 1;
@@ -318,7 +331,7 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     // elements, the partials buffer holds nout * chunks entries, all ordered on the stream.
     unsafe { launch(f, p.main.grid, p.main.block, st, &mut args) }?;
     if let Some(cl) = &p.combine {
-        let f = function(call.device, call.dtype, Family::Reduce, cl.kernel)?;
+        let f = function(call.device, call.dtype, family, cl.kernel)?;
         // Partials of the rows walk are [output][chunk], of the columns walk [chunk][output].
         let (mut so, mut sc) = if p.columns {
             (1i64, c.nout)

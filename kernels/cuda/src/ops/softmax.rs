@@ -14,7 +14,6 @@ use crate::driver::{function, launch, Scratch};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, OpCall};
-use std::ffi::c_void;
 
 /// The group variants: (lanes per row, elements a lane, kernel).
 const GROUP: [(i64, i64, &str); 11] = [
@@ -204,35 +203,33 @@ pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64,
     let Some(a) = axis else {
         return Ok((Lay::new(&[], &[&[], &[]])?, 1, 1, 1, 1));
     };
-    let others = |v: &[i64]| -> Vec<i64> {
-        v.iter()
-            .enumerate()
-            .filter(|&(i, _)| i != a)
-            .map(|(_, &d)| d)
-            .collect()
-    };
+    let others = |v: &[i64]| rffi_kernels::without_axis(v, a);
     let lead = others(x.shape());
     let lay = Lay::new(&lead, &[&others(x.strides()), &others(o.strides())])?;
     let rows = lead.iter().product::<i64>();
     Ok((lay, rows, x.shape()[a], x.strides()[a], o.strides()[a]))
 }
 
-/// Whether every row starts 16-byte aligned (`phase_only`: at the same offset from alignment in
-/// x and out) given the base pointers and the strides of the other dims.
+/// Whether every row starts 16-byte aligned in x and out (`phase_only`: whether every row of x
+/// sits at the same distance from alignment as the same row of out, so that after peeling to
+/// alignment both are read and written in packs), from the base pointers and the strides of the
+/// other dims.
 pub fn row_alignment(x: &Tensor, o: &Tensor, axis: usize, v: i64, phase_only: bool) -> bool {
-    let lead_ok = |t: &Tensor| {
-        t.strides()
-            .iter()
-            .enumerate()
-            .all(|(i, &s)| i == axis || t.shape()[i] == 1 || s % v == 0)
-    };
     let (px, po) = (ptr(x), ptr(o));
-    let bases = if phase_only {
+    let lead = (0..x.ndim()).filter(|&i| i != axis && x.shape()[i] != 1);
+    if phase_only {
         px % 16 == po % 16
+            && lead.into_iter().all(|i| {
+                let (a, b) = (x.strides()[i], o.strides()[i]);
+                a == b || (a % v == 0 && b % v == 0)
+            })
     } else {
-        px % 16 == 0 && po % 16 == 0
-    };
-    bases && lead_ok(x) && lead_ok(o)
+        px % 16 == 0
+            && po % 16 == 0
+            && lead
+                .into_iter()
+                .all(|i| x.strides()[i] % v == 0 && o.strides()[i] % v == 0)
+    }
 }
 
 struct Call {
@@ -300,36 +297,13 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let mut vec = contiguous as i32;
     let (mut chunks, mut chunk) = (p.chunks, p.chunk);
     let f = function(call.device, call.dtype, Family::Softmax, p.main.kernel)?;
-    let mut args: Vec<*mut c_void> = match p.kind {
-        Kind::Group => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut sx),
-            arg(&mut so),
-            arg(&mut lay),
-        ],
-        Kind::Packed => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut lay),
-        ],
-        Kind::Online => vec![
-            arg(&mut px),
-            arg(&mut po),
-            arg(&mut rows),
-            arg(&mut len),
-            arg(&mut sx),
-            arg(&mut so),
-            arg(&mut lay),
-            arg(&mut vec),
-        ],
-        Kind::Split => Vec::new(),
-    };
     if p.kind != Kind::Split {
+        let mut args = vec![arg(&mut px), arg(&mut po), arg(&mut rows), arg(&mut len)];
+        match p.kind {
+            Kind::Group => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay)]),
+            Kind::Packed => args.push(arg(&mut lay)),
+            _ => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay), arg(&mut vec)]),
+        }
         // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); x and out are the tensors'
         // elements, ordered on the stream; the plan's variant fits the rows (whole aligned packs
         // for the warp and block variants).

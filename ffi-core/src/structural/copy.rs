@@ -1,0 +1,70 @@
+//! Deep copy: a new graph with new containers and objects, the same sharing and the same cycles.
+//! Strings, shapes, tensors, functions and other values without fields are immutable or handles,
+//! and are shared with the original.
+
+use super::rebuild::{Child, Desc, Rebuild, Source};
+use super::{addr, class_of, is_node, Class};
+use crate::any::{Any, AnyView};
+use crate::error::Result;
+use crate::reflection::read_field;
+use rustc_hash::FxHashMap;
+
+/// A deep copy of `value`. A type the runtime can neither create empty nor build from its fields
+/// is a TypeError naming it ("does not support deepcopy").
+pub fn deep_copy(value: &AnyView<'_>) -> Result<Any> {
+    let mut live = Live::default();
+    let root = live.child(value.to_owned()?);
+    Rebuild::new(live, "deepcopy").run(root)
+}
+
+/// The graph being copied: nodes by address.
+#[derive(Default)]
+struct Live {
+    nodes: FxHashMap<usize, Any>,
+}
+
+impl Live {
+    fn child(&mut self, v: Any) -> Child<usize> {
+        if !is_node(class_of(v.type_index())) {
+            return Child::Value(v);
+        }
+        let a = addr(&v.view());
+        self.nodes.entry(a).or_insert(v);
+        Child::Node(a)
+    }
+}
+
+impl Source for Live {
+    type Id = usize;
+
+    fn describe(&mut self, id: usize) -> Result<Desc<usize>> {
+        let v = self.nodes[&id].clone();
+        let view = v.view();
+        let class = class_of(v.type_index());
+        Ok(match class {
+            Class::Array | Class::List => Desc::Seq(
+                class,
+                super::items::Seq::of(&view)?
+                    .iter()
+                    .map(|x| Ok(self.child(x.to_owned()?)))
+                    .collect::<Result<_>>()?,
+            ),
+            Class::Map | Class::Dict => Desc::Map(
+                class,
+                super::items::Entries::of(&view)?
+                    .iter()
+                    .map(|(k, x)| Ok((self.child(k.to_owned()?), self.child(x.to_owned()?))))
+                    .collect::<Result<_>>()?,
+            ),
+            _ => {
+                let obj = view.as_object().unwrap();
+                let mut fields = Vec::new();
+                for f in crate::reflection::all_fields(v.type_index()) {
+                    let x = read_field(obj, f)?;
+                    fields.push((f, self.child(x)));
+                }
+                Desc::Object(v.type_index(), fields)
+            }
+        })
+    }
+}

@@ -1,0 +1,9 @@
+//! Structural operations over values and object graphs: equality and hashing (with the path of
+//! the first difference), the recursive comparisons, deep copy, repr printing and JSON graphs.
+
+mod compare;
+mod copy;
+mod equal;
+mod json;
+mod repr;
+mod types;

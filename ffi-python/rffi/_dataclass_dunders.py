@@ -1,0 +1,168 @@
+"""The methods ``c_class`` and ``py_class`` generate, as ``dataclasses`` does: ``__init__`` (one
+runtime call that makes the object with every field's value, checked there), ``__repr__``,
+``__eq__``, ``__hash__``, the ordering methods, ``__match_args__``, and setters that refuse
+frozen fields."""
+
+from __future__ import annotations
+
+from ._object_model import _ffi
+
+
+class FrozenInstanceError(AttributeError):
+    """Assigning to a field of a frozen dataclass."""
+
+
+class RuntimeDefault:
+    """A default held by the runtime (computed there, a factory called per object); the runtime
+    sets it itself when it makes an object."""
+
+    __slots__ = ("index", "name")
+
+    def __init__(self, index, name):
+        self.index, self.name = index, name
+
+    def __call__(self):
+        return _ffi("ffi.TypeFieldDefault")(self.index, self.name)
+
+
+def make_init(cls, all_fields: list, index: int):
+    """``__init__`` of ``cls`` (runtime type ``index``) taking ``all_fields`` as dataclasses do."""
+    create = _ffi("ffi.ObjectCreateInit")
+    positional = [f for f in all_fields if f.init and not f.kw_only]
+    keyword = [f for f in all_fields if f.init and f.kw_only]
+    by_name = {f.name: f for f in positional + keyword}
+    seen_default = False
+    for f in positional:
+        if f.has_default():
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    qual = cls.__qualname__
+    caller = f"{qual}.__init__()"
+    given_by_runtime = {f.name for f in all_fields if isinstance(f.default_factory, RuntimeDefault)}
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{qual}.__init__() takes {len(positional) + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
+        # (field name, argument position or -1 for a keyword, value): the runtime checks each
+        # value against its field and names the argument when one does not fit.
+        triples = []
+        given = set()
+        for k, (f, a) in enumerate(zip(positional, args)):
+            triples += (f.name, k, a)
+            given.add(f.name)
+        for name, v in kwargs.items():
+            if name in given:
+                raise TypeError(f"{qual}.__init__() got multiple values for argument {name!r}")
+            if name not in by_name:
+                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {name!r}")
+            triples += (name, -1, v)
+            given.add(name)
+        for f in all_fields:
+            if f.name in given or f.name in given_by_runtime:
+                continue
+            if f.has_default():
+                triples += (f.name, -2, f.make_default())
+            elif f.init:
+                raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
+        made = create(index, caller, *triples)
+        self._h, self._ti = made._h, made._ti
+        made._h = 0
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    return __init__
+
+
+def add_dataclass_methods(
+    cls, all_fields, *, repr, eq, frozen, unsafe_hash, order=False, match_args=True
+):
+    """Puts the generated methods on ``cls`` (those it defines itself are kept)."""
+    if order and not eq:
+        raise ValueError("eq must be true if order is true")
+    cls.__rffi_fields__ = tuple(all_fields)
+    if repr and "__repr__" not in cls.__dict__:
+        shown = [f.name for f in all_fields if f.repr]
+
+        def __repr__(self):
+            inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
+            return f"{type(self).__qualname__}({inner})"
+
+        cls.__repr__ = __repr__
+    compared = [f.name for f in all_fields if f.compare]
+    if eq and "__eq__" not in cls.__dict__:
+
+        def __eq__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return all(getattr(self, n) == getattr(other, n) for n in compared)
+
+        cls.__eq__ = __eq__
+    if order:
+        _add_order(cls, compared)
+    if match_args and "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = tuple(f.name for f in all_fields if f.init and not f.kw_only)
+    hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
+    if unsafe_hash or (eq and frozen):
+
+        def __hash__(self):
+            return hash(tuple(_hashable(getattr(self, n)) for n in hashed))
+
+        cls.__hash__ = __hash__
+    elif eq:
+        cls.__hash__ = None
+    for f in all_fields:
+        if frozen or f.frozen:
+            prop = cls.__dict__.get(f.name)
+            if isinstance(prop, property):
+                setattr(cls, f.name, property(prop.fget, frozen_setter(f.name), doc=prop.__doc__))
+
+
+def _add_order(cls, compared: list) -> None:
+    """``<``, ``<=``, ``>``, ``>=`` comparing the fields as tuples, as dataclasses' ``order``."""
+
+    def key(obj):
+        return tuple(getattr(obj, n) for n in compared)
+
+    def make(name, op):
+        def compare(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return op(key(self), key(other))
+
+        compare.__name__ = name
+        return compare
+
+    for name, op in (
+        ("__lt__", lambda a, b: a < b),
+        ("__le__", lambda a, b: a <= b),
+        ("__gt__", lambda a, b: a > b),
+        ("__ge__", lambda a, b: a >= b),
+    ):
+        if name in cls.__dict__:
+            raise TypeError(
+                f"cannot overwrite attribute {name} in class {cls.__name__}; consider using "
+                "functools.total_ordering"
+            )
+        setattr(cls, name, make(name, op))
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return id(v)
+
+
+def frozen_setter(name):
+    """The setter of a frozen field's property: a FrozenInstanceError."""
+
+    def fset(self, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    return fset

@@ -1,0 +1,74 @@
+"""The runtime's ``testing.*`` global functions as attributes (``rffi.testing.add_one(1)``,
+``rffi.testing.echo(x)``), under tvm-ffi's module name ``testing``; the classes of the runtime's
+testing object types, ``create_object`` to make one by field names, and ``run_with_gpu_lock``
+for tests that use a GPU."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ._function_registry import get_global_func, init_ffi_api
+from ._object import Object
+from ._object_model import register_object, type_info
+
+init_ffi_api("testing", __name__)
+
+
+def run_with_gpu_lock(fn, *args, **kwargs):
+    """Calls ``fn(*args, **kwargs)`` holding a lock file shared by every process of the machine
+    (``$RFFI_GPU_LOCK``, default ``<tmp>/rffi-gpu.lock``), so tests run in parallel workers
+    do not use a GPU at the same time; returns what ``fn`` returns."""
+    import fcntl
+
+    path = os.environ.get("RFFI_GPU_LOCK") or os.path.join(tempfile.gettempdir(), "rffi-gpu.lock")
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def create_object(type_key: str, **fields):
+    """Makes an object of the runtime type ``type_key`` through its ``__ffi_init__``, which takes
+    every field in declaration order (the parents' first): the fields given by name, the others
+    their defaults. An unknown field, or a field without a default not given, is a TypeError."""
+    info = type_info(type_key)
+    names: list = []
+    for key in [*info["ancestors"], info["type_key"]]:
+        for f in type_info(key)["fields"]:
+            if f["name"] not in names:
+                names.append(f["name"])
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise TypeError(f"create_object({type_key!r}): no field named {', '.join(unknown)}")
+    default = get_global_func("ffi.TypeFieldDefault")
+    args = []
+    for name in names:
+        if name in fields:
+            args.append(fields[name])
+            continue
+        try:
+            args.append(default(type_key, name))
+        except KeyError:
+            raise TypeError(
+                f"create_object({type_key!r}): field `{name}` has no default and was not given"
+            ) from None
+    return get_global_func("ffi.TypeGetMethod")(type_key, "__ffi_init__")(*args)
+
+
+# The classes of the runtime's testing object types (docs, fields and methods from the runtime).
+@register_object("testing.TestIntPair")
+class TestIntPair(Object):
+    __slots__ = ()
+
+
+@register_object("testing.TestObjectBase")
+class TestObjectBase(Object):
+    __slots__ = ()
+
+
+@register_object("testing.TestObjectDerived")
+class TestObjectDerived(TestObjectBase):
+    __slots__ = ()
