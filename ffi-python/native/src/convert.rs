@@ -54,34 +54,51 @@ pub(super) enum Packed {
 /// GIL held; `t` a live type.
 #[inline(always)]
 pub(super) unsafe fn kind_code(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
+    // SAFETY: GIL held; `t` a live type.
+    if let Some(code) = unsafe { known_kind(api, h, t) } {
+        return Some(code);
+    }
+    // SAFETY: GIL held; the package's resolver (which adds the type to the table), whose new
+    // reference is released here.
+    unsafe {
+        let args = (api.PyTuple_New)(1);
+        if args.is_null() {
+            return None;
+        }
+        (api.Py_IncRef)(t);
+        (api.PyTuple_SetItem)(args, 0, t);
+        let kind = (api.PyObject_CallObject)(h.resolve, args);
+        (api.Py_DecRef)(args);
+        if kind.is_null() {
+            return None;
+        }
+        let code = (api.PyLong_AsLongLong)(kind);
+        (api.Py_DecRef)(kind);
+        if code == -1 && !(api.PyErr_Occurred)().is_null() {
+            return None;
+        }
+        KINDS.remember(api, t, code);
+        Some(code)
+    }
+}
+
+/// The kind code of exact type `t` if the package's table has one (the kind cache first), without
+/// resolving a type it does not know.
+///
+/// # Safety
+/// GIL held; `t` a live type.
+#[inline(always)]
+pub(super) unsafe fn known_kind(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
     if let Some(code) = KINDS.get(t) {
         return Some(code);
     }
-    // SAFETY: GIL held; a borrowed lookup (types hash and compare without failing), then (for a
-    // new type) the package's resolver, whose new reference is released here.
+    // SAFETY: GIL held; a borrowed lookup (types hash and compare without failing).
     unsafe {
         let kind = (api.PyDict_GetItemWithError)(h.table, t);
-        let code = if !kind.is_null() {
-            (api.PyLong_AsLongLong)(kind)
-        } else {
-            let args = (api.PyTuple_New)(1);
-            if args.is_null() {
-                return None;
-            }
-            (api.Py_IncRef)(t);
-            (api.PyTuple_SetItem)(args, 0, t);
-            let kind = (api.PyObject_CallObject)(h.resolve, args);
-            (api.Py_DecRef)(args);
-            if kind.is_null() {
-                return None;
-            }
-            let code = (api.PyLong_AsLongLong)(kind);
-            (api.Py_DecRef)(kind);
-            if code == -1 && !(api.PyErr_Occurred)().is_null() {
-                return None;
-            }
-            code
-        };
+        if kind.is_null() {
+            return None;
+        }
+        let code = (api.PyLong_AsLongLong)(kind);
         KINDS.remember(api, t, code);
         Some(code)
     }

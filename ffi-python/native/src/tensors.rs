@@ -461,9 +461,9 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
         if let Some(x) = api_of(api, h, t) {
             import_exchange(api, h.rt, x, obj, 0).map(|(handle, _)| Some(handle))
         } else {
-            // A type the package's conversion table knows as a DLPack producer.
-            let kind = (api.PyDict_GetItemWithError)(h.table, t);
-            if !kind.is_null() && (api.PyLong_AsLongLong)(kind) == super::convert::native::DLPACK {
+            // A type the package's conversion table knows as a DLPack producer (a type it does
+            // not know yet is left to the Python code, which learns its rule).
+            if super::convert::known_kind(api, h, t) == Some(super::convert::native::DLPACK) {
                 import_dlpack(api, h, obj, t)
             } else {
                 Ok(None)
