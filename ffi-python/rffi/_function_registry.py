@@ -86,16 +86,23 @@ def register_global_func(func_name=None, f=None, override: bool = False):
                 f"register_global_func({name!r}): expected a callable or an rffi.Function, "
                 f"got {type(fn).__name__}"
             )
-        func = fn if isinstance(fn, _CtypesFunction) else function_from_callable(fn)
+        meta = None
+        if isinstance(fn, _CtypesFunction):
+            func = fn
+        else:
+            from ._schema import checked_python_function
+
+            # Annotations are checked at every call, whichever language calls.
+            func, meta = checked_python_function(name, fn, function_from_callable(fn))
         b = _name_bytes(name)
         if _lib.FunctionSetGlobal(_byref(byte_array(b)), func._h, 1 if override else 0):
             raise take_raised_exception()
         if func._name is None or not isinstance(fn, _CtypesFunction):
             func._name = name
-        if not isinstance(fn, _CtypesFunction):
-            from ._schema import record_python_function
+        if meta is not None:
+            from ._schema import record_metadata
 
-            record_python_function(name, fn)
+            record_metadata(name, meta)
         return func
 
     return register(f) if f is not None else register

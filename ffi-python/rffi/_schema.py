@@ -149,31 +149,54 @@ def get_global_func_metadata(name: str) -> dict:
     return json.loads(_ffi("ffi.GetGlobalFuncMetadata")(name))
 
 
-def record_python_function(name: str, fn) -> None:
-    """Records the schema, docstring and argument names of a Python callable registered as
-    ``name`` (from its annotations; unannotated parameters are ``Any``)."""
+def python_signature(fn):
+    """The metadata of a Python callable (``type_schema`` from its annotations, unannotated
+    parameters ``Any``; ``arg_names``; ``doc``), how many arguments a call needs at least, and
+    whether any annotation says more than ``Any``; None for callables without a fixed positional
+    signature (``*args``) or whose annotations name no runtime type."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return
+        return None
     params = [
         p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return  # packed: no fixed signature
+        return None  # packed: no fixed signature
     hints = _hints(fn)
     try:
         ret = TypeSchema.from_annotation(hints.get("return", sig.return_annotation))
         args = [TypeSchema.from_annotation(hints.get(p.name, p.annotation)) for p in params]
     except TypeError:
-        return
-    schema = TypeSchema("ffi.Function", [ret, *args])
+        return None
     meta = {
-        "type_schema": schema.to_json(),
+        "type_schema": TypeSchema("ffi.Function", [ret, *args]).to_json(),
         "arg_names": [p.name for p in params],
         "doc": inspect.getdoc(fn) or "",
     }
-    _ffi("ffi.SetGlobalFuncMetadata")(name, json.dumps(meta))
+    required = sum(1 for p in params if p.default is p.empty)
+    typed = any(t.origin != "Any" for t in (ret, *args))
+    return meta, required, typed
+
+
+def checked_python_function(name: str, fn, func):
+    """``func`` (the Function made of the Python callable ``fn``), behind a check of every call
+    against ``fn``'s annotations when they say more than ``Any``: a wrong argument is a TypeError
+    naming ``name``, the argument's position and name, both types and the signature, whichever
+    language calls. Returns the Function to register and its metadata (or None)."""
+    found = python_signature(fn)
+    if found is None:
+        return func, None
+    meta, required, typed = found
+    if typed:
+        func = _ffi("ffi.FunctionWithSignature")(func, name, json.dumps(meta), required)
+    return func, meta
+
+
+def record_metadata(name: str, meta) -> None:
+    """Attaches ``meta`` (from ``checked_python_function``) to the global function ``name``."""
+    if meta is not None:
+        _ffi("ffi.SetGlobalFuncMetadata")(name, json.dumps(meta))
 
 
 def _hints(fn) -> dict:
