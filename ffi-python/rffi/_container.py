@@ -13,7 +13,7 @@ from . import _layout as L
 from . import _lib
 from ._decode import decode_view
 from ._function_registry import get_global_func
-from ._mapping_views import MappingItems, MappingKeys, MappingValues
+from ._mapping_views import MappingViewsMixin
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 
 _string_at = getattr(ctypes, "_string_at", ctypes.string_at)
@@ -87,7 +87,7 @@ class Array(Object, Sequence):
         return sequence_repr(self, list(self))
 
 
-class Map(Object, Mapping):
+class Map(MappingViewsMixin, Object, Mapping):
     """An immutable mapping in insertion order (``ffi.Map``): ``m[key]`` (KeyError when missing),
     ``in``, ``len``, iteration over keys, ``get()``, and ``keys()``, ``values()``, ``items()``
     views like a dict's.
@@ -125,18 +125,6 @@ class Map(Object, Mapping):
     def _pairs(self) -> list:
         flat = _FFI_MAP_ITEMS(self)
         return list(zip(flat[0::2], flat[1::2]))
-
-    def keys(self) -> MappingKeys:
-        """The keys, as a set-like view (like ``dict.keys()``)."""
-        return MappingKeys(self)
-
-    def values(self) -> MappingValues:
-        """The values, as a view (like ``dict.values()``)."""
-        return MappingValues(self)
-
-    def items(self) -> MappingItems:
-        """The ``(key, value)`` pairs, as a set-like view (like ``dict.items()``)."""
-        return MappingItems(self)
 
     def __iter__(self):
         return iter([k for k, _ in self._pairs()])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
 from ._container import mapping_repr, sequence_repr
-from ._mapping_views import MappingItems, MappingKeys, MappingValues
+from ._mapping_views import MappingViewsMixin
 from ._object import CLASS_OF_INDEX, Object
 from ._object_model import _ffi
 
@@ -104,7 +104,7 @@ class List(Object, MutableSequence):
         return (List, (self._items(),))
 
 
-class Dict(Object, MutableMapping):
+class Dict(MappingViewsMixin, Object, MutableMapping):
     """A mutable, shared mapping in insertion order (``ffi.Dict``). ``rffi.Dict({"a": 1})``."""
 
     __slots__ = ()
@@ -155,17 +155,6 @@ class Dict(Object, MutableMapping):
     def __repr__(self) -> str:
         return mapping_repr(self, self._pairs())
 
-    def keys(self) -> MappingKeys:
-        """The keys, as a live set-like view (like ``dict.keys()``)."""
-        return MappingKeys(self)
-
-    def values(self) -> MappingValues:
-        """The values, as a live view (like ``dict.values()``)."""
-        return MappingValues(self)
-
-    def items(self) -> MappingItems:
-        """The ``(key, value)`` pairs, as a live set-like view (like ``dict.items()``)."""
-        return MappingItems(self)
 
     def _value_form(self, what: str):
         return (Dict, (dict(self._pairs()),))

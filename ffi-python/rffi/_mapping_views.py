@@ -71,3 +71,21 @@ class MappingItems(ItemsView):
 
     def __repr__(self) -> str:
         return f"{_kind(self, 'items')}({list(self)!r})"
+
+
+class MappingViewsMixin:
+    """``keys()``, ``values()`` and ``items()`` as views, for a mapping with ``_pairs()``."""
+
+    __slots__ = ()
+
+    def keys(self) -> MappingKeys:
+        """The keys, as a live set-like view (like ``dict.keys()``)."""
+        return MappingKeys(self)
+
+    def values(self) -> MappingValues:
+        """The values, as a live view (like ``dict.values()``)."""
+        return MappingValues(self)
+
+    def items(self) -> MappingItems:
+        """The ``(key, value)`` pairs, as a live set-like view (like ``dict.items()``)."""
+        return MappingItems(self)

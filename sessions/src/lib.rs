@@ -18,24 +18,36 @@
 //! `session.*` registry functions), `ccl` (collectives) and `shard` (loading parameters sharded
 //! at load time).
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
+// Implementation modules (the wire format, the worker loop, transports) are public for the
+// crate's tests and hidden from its docs: the API is `Session`, `DRef`, `ccl` and `shard`.
 // Type-index constants keep their C names (`kRFFIInt`), and are matched on.
 #![allow(non_upper_case_globals)]
 
 pub mod ccl;
+#[doc(hidden)]
 pub mod codec;
+#[doc(hidden)]
 pub mod controller;
 pub mod dref;
+#[doc(hidden)]
 pub mod ffi;
 mod futex;
 mod peer;
+#[doc(hidden)]
 pub mod process;
+#[doc(hidden)]
 pub mod progress;
+#[doc(hidden)]
 pub mod protocol;
 pub mod session;
 pub mod shard;
+#[doc(hidden)]
 pub mod shm_tensor;
 mod socket_link;
+#[doc(hidden)]
 pub mod transport;
+#[doc(hidden)]
 pub mod worker;
 
 pub use dref::{DFunction, DModule, DRef};

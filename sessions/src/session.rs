@@ -31,6 +31,7 @@ pub struct ProcessSession;
 pub struct SocketSession;
 
 impl ThreadSession {
+    /// A session of `num_workers` workers, each a thread of this process sharing its registry.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(num_workers: usize) -> Result<Session> {
         Ok(Session {
@@ -146,6 +147,7 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
 }
 
 impl Session {
+    /// The number of workers.
     pub fn num_workers(&self) -> usize {
         self.ctl.num_workers()
     }

@@ -49,6 +49,7 @@ fn cmsg_buffer(n: usize) -> Vec<u64> {
 }
 
 impl SocketLink {
+    /// A link over the connected stream socket `fd` (owned from here on).
     pub fn new(fd: OwnedFd) -> SocketLink {
         SocketLink {
             fd,
@@ -62,6 +63,7 @@ impl SocketLink {
         }
     }
 
+    /// The socket's descriptor (still owned by the link).
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }

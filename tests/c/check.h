@@ -82,6 +82,15 @@ static inline RFFIAny int_any(int64_t x) {
   return a;
 }
 
+/* A borrowed C string argument (kRFFIRawStr). */
+static inline RFFIAny str_arg(const char* s) {
+  RFFIAny a;
+  memset(&a, 0, sizeof(a));
+  a.type_index = kRFFIRawStr;
+  a.v.v_c_str = s;
+  return a;
+}
+
 /* An object handle as a (borrowed) argument value. */
 static inline RFFIAny object_arg(RFFIObjectHandle h) {
   RFFIAny a;

@@ -229,14 +229,6 @@ static void test_rust_type(void) {
   RFFIObjectDecRef(make);
 }
 
-static RFFIAny str_arg(const char* s) {
-  RFFIAny a;
-  memset(&a, 0, sizeof(a));
-  a.type_index = kRFFIRawStr;
-  a.v.v_c_str = s;
-  return a;
-}
-
 /* A type with a frozen field, as Python's py_class(frozen=True) registers one: its value is given
  * when the object is made, and no setter (C's included) changes it afterwards. A Rust type reports
  * its real size, and the runtime refuses to make one generically. */

@@ -3,14 +3,6 @@
 #include "rffi/c_api.h"
 #include "check.h"
 
-static RFFIAny str_arg(const char* s) {
-  RFFIAny a;
-  memset(&a, 0, sizeof(a));
-  a.type_index = kRFFIRawStr;
-  a.v.v_c_str = s;
-  return a;
-}
-
 static RFFIAny float_arg(double x) {
   RFFIAny a;
   memset(&a, 0, sizeof(a));

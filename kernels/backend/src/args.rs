@@ -496,10 +496,15 @@ impl Parsed {
 
 /// The shapes of a matmul: batch dims, M, K, N.
 pub struct MatmulShape {
+    /// The batch dimensions of the result (broadcast from both sides).
     pub batch: Vec<i64>,
+    /// Rows of `a` and of the result.
     pub m: i64,
+    /// Columns of `a`, rows of `b`: the reduced dimension.
     pub k: i64,
+    /// Columns of `b` and of the result.
     pub n: i64,
+    /// The result's shape: `batch` then `[M, N]`.
     pub out: Vec<i64>,
 }
 

@@ -34,8 +34,11 @@ pub struct Availability {
 
 /// Everything a kernel receives: validated, on one device, with one dtype.
 pub struct OpCall<'a> {
+    /// The op called.
     pub op: Op,
+    /// The device every tensor of the call is on.
     pub device: Device,
+    /// The dtype of the inputs.
     pub dtype: DataType,
     /// The arch of `device`, from the backend's probe.
     pub arch: Option<&'a str>,
@@ -53,6 +56,7 @@ pub struct OpCall<'a> {
     pub eps: f64,
     /// Normalizations: `weight` and `bias` (shape `[x.shape[-1]]`), when given.
     pub weight: Option<&'a Tensor>,
+    /// Normalizations: the bias added after scaling (layer_norm), when given.
     pub bias: Option<&'a Tensor>,
     /// The form of `gelu`.
     pub gelu: Gelu,
@@ -106,6 +110,7 @@ pub type KernelFn = Arc<dyn Fn(&OpCall<'_>) -> Result<()> + Send + Sync>;
 /// One implementation of an op.
 #[derive(Clone)]
 pub struct Implementation {
+    /// The op it implements.
     pub op: Op,
     /// The DLPack device type it runs on.
     pub device_type: i32,
@@ -116,12 +121,14 @@ pub struct Implementation {
     pub dtypes: Vec<DataType>,
     /// Higher runs first among implementations of one backend and arch class.
     pub priority: i32,
+    /// Runs a validated call.
     pub kernel: KernelFn,
     /// How the kernel would run a call (`kernels.explain`); `None`: the kernel names no variants.
     pub explain: Option<ExplainFn>,
 }
 
 impl Implementation {
+    /// An implementation of `op` on `device_type` for `dtypes`, running `kernel`.
     pub fn new(
         op: Op,
         device_type: i32,
@@ -139,16 +146,19 @@ impl Implementation {
         }
     }
 
+    /// Serves only the arch `arch` (`"sm_90"`), outranking the backend's generic implementation.
     pub fn for_arch(mut self, arch: &str) -> Implementation {
         self.arch = Some(arch.to_owned());
         self
     }
 
+    /// Sets the priority among the backend's implementations of the op (higher runs first).
     pub fn with_priority(mut self, priority: i32) -> Implementation {
         self.priority = priority;
         self
     }
 
+    /// Adds how the kernel would run a call, for `kernels.explain`.
     pub fn with_explain(
         mut self,
         explain: impl Fn(&OpCall<'_>) -> Result<Explanation> + Send + Sync + 'static,
@@ -272,6 +282,7 @@ impl Backend {
         self
     }
 
+    /// The backend's name (`"cpu"`, `"cuda"`).
     pub fn name(&self) -> &str {
         &self.name
     }

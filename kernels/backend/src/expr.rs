@@ -185,6 +185,8 @@ impl Parser {
 }
 
 impl Expr {
+    /// Parses `text` (integers, variables, `+ - * / %`, comparisons, `&&`, `||`, `!`,
+    /// parentheses); the error names the text.
     pub fn parse(text: &str) -> Result<Expr, String> {
         let mut p = Parser {
             toks: lex(text).map_err(|e| format!("in `{text}`: {e}"))?,
@@ -209,6 +211,7 @@ impl Expr {
         eval(&self.root, lookup).map_err(|e| format!("in `{}`: {e}", self.text))
     }
 
+    /// Whether the expression is non-zero with `lookup` giving variables.
     pub fn holds(&self, lookup: &dyn Fn(&str) -> Option<i64>) -> Result<bool, String> {
         self.eval(lookup).map(|v| v != 0)
     }

@@ -16,6 +16,7 @@
 //! init does the same.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 // DLPack and type-index constants keep their C names (`kDLCPU`, `kRFFIInt`).
 #![allow(non_upper_case_globals)]
 

@@ -8,21 +8,37 @@ use rffi_core::{DataType, Error, Result};
 /// Every op of the kernel layer; each is the global function `kernels.<name>`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
+    /// `kernels.add`: `a + b`.
     Add,
+    /// `kernels.sub`: `a - b`.
     Sub,
+    /// `kernels.mul`: `a * b`.
     Mul,
+    /// `kernels.div`: `a / b`.
     Div,
+    /// `kernels.relu`: `max(x, 0)`.
     Relu,
+    /// `kernels.gelu`: the Gaussian error linear unit (erf or tanh form).
     Gelu,
+    /// `kernels.exp`: `e^x`.
     Exp,
+    /// `kernels.sum` over axes.
     Sum,
+    /// `kernels.mean` over axes.
     Mean,
+    /// `kernels.max` over axes.
     Max,
+    /// `kernels.min` over axes.
     Min,
+    /// `kernels.argmax` over axes (int64 indices).
     Argmax,
+    /// `kernels.softmax` along one axis.
     Softmax,
+    /// `kernels.layer_norm` over the last axis.
     LayerNorm,
+    /// `kernels.rms_norm` over the last axis.
     RmsNorm,
+    /// `kernels.matmul`: `a @ b`, batched.
     Matmul,
 }
 
@@ -44,6 +60,7 @@ pub enum OpKind {
 }
 
 impl Op {
+    /// Every op, in declaration order.
     pub const ALL: [Op; 16] = [
         Op::Add,
         Op::Sub,
@@ -63,6 +80,7 @@ impl Op {
         Op::Matmul,
     ];
 
+    /// The op's name (`"add"`); its global function is `kernels.<name>`.
     pub const fn name(self) -> &'static str {
         match self {
             Op::Add => "add",
@@ -89,10 +107,12 @@ impl Op {
         format!("kernels.{}", self.name())
     }
 
+    /// The op named `name` (`"layer_norm"`), if there is one.
     pub fn parse(name: &str) -> Option<Op> {
         Op::ALL.into_iter().find(|op| op.name() == name)
     }
 
+    /// How the op's arguments look.
     pub const fn kind(self) -> OpKind {
         match self {
             Op::Add | Op::Sub | Op::Mul | Op::Div => OpKind::Binary,
@@ -169,24 +189,30 @@ pub enum Gelu {
 pub struct OpSet(u32);
 
 impl OpSet {
+    /// No op.
     pub const EMPTY: OpSet = OpSet(0);
 
+    /// Whether `op` is in the set.
     pub fn contains(self, op: Op) -> bool {
         self.0 & op.bit() != 0
     }
 
+    /// Adds `op`.
     pub fn insert(&mut self, op: Op) {
         self.0 |= op.bit();
     }
 
+    /// The ops in either set.
     pub fn union(self, other: OpSet) -> OpSet {
         OpSet(self.0 | other.0)
     }
 
+    /// Whether the set has no op.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
 
+    /// The ops in the set, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Op> {
         Op::ALL.into_iter().filter(move |op| self.contains(*op))
     }
@@ -207,6 +233,7 @@ impl OpSet {
         Ok(set)
     }
 
+    /// The union of several comma-separated lists (see `parse_list`); errors name `source`.
     pub fn from_ops<'a>(names: impl IntoIterator<Item = &'a str>, source: &str) -> Result<OpSet> {
         let mut set = OpSet::EMPTY;
         for n in names {
@@ -236,11 +263,14 @@ impl FromIterator<Op> for OpSet {
 /// A number argument (`kernels.add(x, 2.0)`).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Scalar {
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f64),
 }
 
 impl Scalar {
+    /// The number as a float.
     pub fn as_f64(self) -> f64 {
         match self {
             Scalar::Int(i) => i as f64,

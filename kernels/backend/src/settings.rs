@@ -12,9 +12,13 @@ use rffi_core::{Error, Result};
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+/// The environment variable naming the backend to use (validated: an unknown name is an error).
 pub const ENV_BACKEND: &str = "RFFI_KERNELS_BACKEND";
+/// The environment variable listing ops to disable (comma-separated names).
 pub const ENV_DISABLE: &str = "RFFI_KERNELS_DISABLE";
+/// The environment variable listing the only ops to enable (comma-separated names).
 pub const ENV_ONLY: &str = "RFFI_KERNELS_ONLY";
+/// The environment variable naming a folder of tuning files that replace the built-in ones.
 pub const ENV_TUNE_DIR: &str = "RFFI_KERNELS_TUNE_DIR";
 
 /// The environment as read at first use. Op lists that do not parse keep their error, reported

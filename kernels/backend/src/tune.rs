@@ -28,6 +28,7 @@ use std::path::Path;
 /// One launch configuration: named integer parameters, in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// The parameters by name, in file order.
     pub params: Vec<(String, i64)>,
     /// Applies only when this holds over the problem variables (and the params).
     pub when: Option<Expr>,
@@ -36,6 +37,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// The parameter `name`, if the config has it.
     pub fn get(&self, name: &str) -> Option<i64> {
         self.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
     }
@@ -55,7 +57,9 @@ pub type Layer = HashMap<String, Vec<Config>>;
 /// A backend's tuning: the backend layer and one layer per arch.
 #[derive(Clone, Debug, Default)]
 pub struct TuneTable {
+    /// The configs for every arch of the backend.
     pub backend: Layer,
+    /// The configs for one arch (`"sm_90"`), which come before the backend's.
     pub arch: HashMap<String, Layer>,
     /// Where the files came from, for `describe()`.
     pub source: String,
@@ -258,6 +262,7 @@ impl<'a> TuneView<'a> {
         arch: None,
     };
 
+    /// The view of `table` for `arch` (None: the backend layer only).
     pub fn new(table: &'a TuneTable, arch: Option<&'a str>) -> TuneView<'a> {
         TuneView {
             table: Some(table),

@@ -27,14 +27,20 @@ pub use registry::link;
 /// A reduction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// The sum (`"sum"`).
     Sum,
+    /// The product (`"prod"`).
     Prod,
+    /// The minimum (`"min"`).
     Min,
+    /// The maximum (`"max"`).
     Max,
+    /// The mean over ranks (`"avg"`).
     Avg,
 }
 
 impl Op {
+    /// The reduction named `s`; a ValueError naming `what` and the names it knows otherwise.
     pub fn parse(s: &str, what: &str) -> Result<Op> {
         Ok(match s {
             "sum" => Op::Sum,
@@ -50,6 +56,7 @@ impl Op {
         })
     }
 
+    /// A number identifying the reduction (compared between ranks).
     pub fn code(self) -> u32 {
         self as u32
     }
@@ -58,15 +65,22 @@ impl Op {
 /// The collective a call runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// Every rank gets the reduction of every rank's tensor.
     AllReduce(Op),
+    /// Every rank gets every rank's tensor, concatenated in rank order.
     AllGather,
+    /// Every rank gets its part of the reduction.
     ReduceScatter(Op),
+    /// Every rank gets worker 0's tensor.
     Broadcast,
+    /// Every rank gets its part of worker 0's tensor.
     Scatter,
+    /// Worker 0 gets every rank's tensor, concatenated in rank order.
     Gather,
 }
 
 impl Kind {
+    /// The registry name of the collective (`"ccl.allreduce"`, ...), for messages.
     pub fn name(self) -> &'static str {
         match self {
             Kind::AllReduce(_) => "ccl.allreduce",
@@ -94,6 +108,7 @@ impl Kind {
 /// The element types collectives accept.
 pub const DTYPES: &str = "float32, float16, bfloat16, int32, int64, uint8";
 
+/// Whether collectives take `dt` ([`DTYPES`]); a TypeError naming `what` otherwise.
 pub fn check_dtype(dt: DataType, what: &str) -> Result<()> {
     let ok = dt.lanes() == 1
         && matches!(
@@ -111,9 +126,13 @@ pub fn check_dtype(dt: DataType, what: &str) -> Result<()> {
 
 /// A checked call: the tensors this rank passes and the element count of one rank's share.
 pub struct Plan<'a> {
+    /// The collective.
     pub kind: Kind,
+    /// What this rank sends (None where it sends nothing).
     pub src: Option<&'a Tensor>,
+    /// Where this rank receives (None where it receives nothing).
     pub dst: Option<&'a Tensor>,
+    /// The element type of both tensors.
     pub dtype: DataType,
     /// Elements each rank contributes (allreduce: all of them; allgather: the src; scatter: the dst).
     pub count: usize,
@@ -298,7 +317,9 @@ pub fn timeout() -> Duration {
 
 /// A worker's communicator.
 pub enum Comm {
+    /// Shared memory on this host, for CPU tensors (`init_ccl("shm")`).
     Shm(shm::ShmComm),
+    /// NCCL, one rank per GPU (`init_ccl("nccl")`).
     Nccl(nccl::NcclComm),
 }
 
@@ -312,6 +333,7 @@ impl Comm {
         }
     }
 
+    /// Sends `t` to rank `peer` (which receives it with `recv`).
     pub fn send(&mut self, t: Result<&Tensor>, peer: usize) -> Result<()> {
         match self {
             Comm::Shm(c) => c.send(t, peer),
@@ -319,6 +341,7 @@ impl Comm {
         }
     }
 
+    /// Receives into `t` what rank `peer` sends.
     pub fn recv(&mut self, t: Result<&Tensor>, peer: usize) -> Result<()> {
         match self {
             Comm::Shm(c) => c.recv(t, peer),
@@ -326,6 +349,7 @@ impl Comm {
         }
     }
 
+    /// The device whose tensors the communicator moves.
     pub fn device(&self) -> Device {
         match self {
             Comm::Shm(_) => Device::cpu(),

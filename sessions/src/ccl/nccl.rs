@@ -151,6 +151,7 @@ impl NcclComm {
         })
     }
 
+    /// The GPU this rank works on.
     pub fn device(&self) -> Device {
         Device::cuda(self.device)
     }
@@ -219,6 +220,7 @@ impl NcclComm {
         })
     }
 
+    /// Sends `t` to rank `peer` on the current stream.
     pub fn send(&mut self, t: Result<&Tensor>, peer: usize) -> Result<()> {
         let t = t?;
         self.enter("ccl.send")?;
@@ -232,6 +234,7 @@ impl NcclComm {
         })
     }
 
+    /// Receives into `t` from rank `peer` on the current stream.
     pub fn recv(&mut self, t: Result<&Tensor>, peer: usize) -> Result<()> {
         let t = t?;
         self.enter("ccl.recv")?;
@@ -252,6 +255,8 @@ pub struct GpuBinding {
 }
 
 impl GpuBinding {
+    /// Makes GPU `device`'s primary context current on this thread (a RuntimeError naming the
+    /// library files looked for when CUDA is missing).
     pub fn bind(device: i32) -> Result<GpuBinding> {
         let what = "placing a worker on a GPU";
         // SAFETY: only tries to dlopen the library.

@@ -43,6 +43,7 @@ const MSG_MAX: usize = 150;
 const LOCK_OFF: i64 = 1 << 40;
 /// The default size of a data slot.
 pub const DEFAULT_SLOT: usize = 4 << 20;
+/// The most ranks a shared-memory communicator takes.
 pub const MAX_WORLD: usize = 1024;
 
 fn data_off(world: usize) -> usize {
@@ -62,6 +63,7 @@ fn os_err(what: &str, name: &str) -> Error {
 
 /// The communicator's file; unlinked when dropped (once every rank has mapped it).
 pub struct Segment {
+    /// The file's path.
     pub name: String,
 }
 

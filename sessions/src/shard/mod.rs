@@ -288,6 +288,7 @@ pub enum Via {
 }
 
 impl Via {
+    /// The way named `s` (`"auto"`, `"ccl"`, `"read"`); a ValueError otherwise.
     pub fn parse(s: &str) -> Result<Via> {
         match s {
             "auto" => Ok(Via::Auto),

@@ -11,8 +11,11 @@ use std::path::Path;
 /// One step of a parameter's plan.
 #[derive(Clone, Debug)]
 pub struct Step {
+    /// The registry function that makes this step's output (`rffi.shard.split`, ...).
     pub func: String,
+    /// The shape of the step's output on each worker.
     pub out_shape: Vec<i64>,
+    /// The dtype of the step's output.
     pub out_dtype: DataType,
     /// The arguments between the input and the output (ints, floats, strings, bools).
     pub extra: Vec<serde_json::Value>,
@@ -39,6 +42,7 @@ impl Step {
 /// The plan of every sharded parameter.
 #[derive(Clone, Debug, Default)]
 pub struct ShardInfo {
+    /// Each sharded parameter's steps, by name (parameters not named are replicated).
     pub params: BTreeMap<String, Vec<Step>>,
     json: String,
 }

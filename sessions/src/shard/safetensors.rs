@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 
 /// One tensor of a weights file: its dtype, shape and bytes.
 pub struct TensorRef<'a> {
+    /// The element type.
     pub dtype: DataType,
+    /// The shape.
     pub shape: Vec<i64>,
+    /// The bytes, borrowed from the mapped file.
     pub data: &'a [u8],
 }
 
@@ -138,10 +141,12 @@ impl Weights {
         self.entries.keys().map(String::as_str)
     }
 
+    /// Whether the weights have a tensor `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.entries.contains_key(name)
     }
 
+    /// The tensor `name`, if the weights have it.
     pub fn get(&self, name: &str) -> Option<TensorRef<'_>> {
         let e = self.entries.get(name)?;
         Some(TensorRef {
