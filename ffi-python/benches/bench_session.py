@@ -6,7 +6,9 @@ tables:
 * session start with 4 workers: the constructor alone, and until a first sync has come back (Disco's
   constructor does not wait for its workers);
 * copy_to_worker_0 of 64 MiB float32 (including the wait for worker 0), beside the machine's
-  plain memcpy bandwidth (numpy.copyto of the same array).
+  plain memcpy bandwidth (numpy.copyto of the same array), measured in the same process and
+  interleaved with the copies (so the ratio compares the same moments of a machine whose load
+  moves).
 
 Each measurement runs in a fresh child process, so the two runtimes never share one and a Disco
 fault at shutdown cannot take the run down. rffi and Disco alternate, ROUNDS times per row, and the
@@ -50,6 +52,25 @@ def _copy_s(fn, reps=REPS) -> float:
     return statistics.median(runs)
 
 
+def _copy_and_memcpy_s(copy, host) -> tuple:
+    """Medians of `copy()` and of numpy.copyto of `host`, timed in turn."""
+    import numpy as np
+
+    other = np.empty_like(host)
+    copy()
+    np.copyto(other, host)
+    runs, mems = [], []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        copy()
+        t1 = time.perf_counter()
+        np.copyto(other, host)
+        t2 = time.perf_counter()
+        runs.append(t1 - t0)
+        mems.append(t2 - t1)
+    return statistics.median(runs), statistics.median(mems)
+
+
 def measure_rffi(kind: str, n: int) -> dict:
     import numpy as np
 
@@ -70,7 +91,9 @@ def measure_rffi(kind: str, n: int) -> dict:
     out = {"round_trip_us": _median_us(call), "ctor_s": ctor, "ready_s": ready}
     host = np.ones(COPY_BYTES // 4, dtype="float32")
     dst = sess.empty(host.shape, "float32")
-    out["copy_s"] = _copy_s(lambda: sess.copy_to_worker_0(host, dst))
+    out["copy_s"], out["memcpy_s"] = _copy_and_memcpy_s(
+        lambda: sess.copy_to_worker_0(host, dst), host
+    )
     sess.shutdown()
     return out
 
@@ -109,14 +132,6 @@ def measure_disco(kind: str, n: int) -> dict:
     return out
 
 
-def memcpy_s() -> float:
-    import numpy as np
-
-    a = np.ones(COPY_BYTES // 4, dtype="float32")
-    b = np.empty_like(a)
-    return _copy_s(lambda: np.copyto(b, a))
-
-
 def _child(args: list, python: str) -> dict:
     r = subprocess.run(
         [python, __file__, *args], capture_output=True, text=True, timeout=300
@@ -138,7 +153,6 @@ def main() -> None:
                 rs.append(_child(["rffi", kind, str(n)], sys.executable))
                 ds.append(_child(["disco", kind, str(n)], disco_python))
             rows.append((kind, n, _median_rec(rs), _median_rec(ds)))
-    mem = statistics.median(_child(["memcpy"], sys.executable)["s"] for _ in range(ROUNDS))
 
     print(f"Sessions vs Disco ({os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, load average "
           f"{load_before:.1f} to {os.getloadavg()[0]:.1f}; medians of {ROUNDS} alternating rounds, "
@@ -149,15 +163,17 @@ def main() -> None:
         a, b = r.get("round_trip_us"), d.get("round_trip_us")
         ratio = f"{a / b:.2f}x" if a and b else "-"
         print(f"| {kind} | {n} | {_us(a, r)} | {_us(b, d)} | {ratio} |")
-    print("\n| session | n | rffi copy_to_worker_0 64 MiB | Disco | rffi/Disco | rffi/memcpy |")
-    print("|---|---|---|---|---|---|")
+    print("\n| session | n | rffi copy_to_worker_0 64 MiB | Disco | rffi/Disco "
+          "| memcpy beside rffi's | rffi/memcpy |")
+    print("|---|---|---|---|---|---|---|")
     for kind, n, r, d in rows:
-        a, b = r.get("copy_s"), d.get("copy_s")
+        a, b, m = r.get("copy_s"), d.get("copy_s"), r.get("memcpy_s")
         print(
             f"| {kind} | {n} | {_bw(a)} | {_bw(b)} | "
-            f"{f'{b / a:.1f}x' if a and b else '-'} | {f'{mem / a:.2f}' if a else '-'} |"
+            f"{f'{b / a:.1f}x' if a and b else '-'} | {_bw(m)} | "
+            f"{f'{m / a:.2f}' if a and m else '-'} |"
         )
-    print(f"\nplain memcpy (numpy.copyto, 64 MiB): {_bw(mem)}")
+    print("\n(memcpy: numpy.copyto of the same 64 MiB array, timed in turn with rffi's copies)")
     print("\n| session start, n = 4 | rffi constructor | rffi until first sync | Disco constructor"
           " | Disco until first sync |")
     print("|---|---|---|---|---|")
@@ -192,11 +208,8 @@ def _ms(s) -> str:
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         side = sys.argv[1]
-        if side == "memcpy":
-            print(json.dumps({"s": memcpy_s()}))
-        else:
-            fn = measure_rffi if side == "rffi" else measure_disco
-            print(json.dumps(fn(sys.argv[2], int(sys.argv[3]))), flush=True)
-            os._exit(0)  # skip interpreter teardown (Disco's can abort); results are out
+        fn = measure_rffi if side == "rffi" else measure_disco
+        print(json.dumps(fn(sys.argv[2], int(sys.argv[3]))), flush=True)
+        os._exit(0)  # skip interpreter teardown (Disco's can abort); results are out
     else:
         main()

@@ -436,11 +436,18 @@ def kind_of(t) -> Kind:
 
 
 def register_kind(t, kind) -> None:
-    """Makes values of exact type ``t`` convert by ``kind`` (a ``Kind``, or the name of one)."""
+    """Makes values of exact type ``t`` convert by ``kind`` (a ``Kind``, or the name of one).
+    Change kinds only through here: the native call path keeps the kinds it has looked up, and
+    forgets them when a kind changes."""
     if not isinstance(kind, Kind):
         kind = KINDS[kind]
     with _table_lock:
         TABLE[t] = kind
+        if _forget_native_kinds is not None:
+            _forget_native_kinds()
+
+
+_forget_native_kinds = None  # the native call path's, set once it is loaded (rffi._function)
 
 
 # Types of keep-alive objects that also act when the call returns (the CUDA stream guard of

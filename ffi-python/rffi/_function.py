@@ -352,9 +352,10 @@ if FASTPATH:
 if FASTPATH:
     # The decoders that take over references release them through a native builtin (wrappers
     # release theirs natively when they die).
-    from . import _decode
+    from . import _convert, _decode
 
     _decode._DecRef = _native.builtin("dec_ref")
+    _convert._forget_native_kinds = _native.builtin("forget_kinds")
 
 CLASS_OF_INDEX[_lib.kFunction] = Function
 OBJ_DECODERS[_lib.kFunction] = wrap_function

@@ -292,3 +292,21 @@ def test_register_kind_adds_a_value_kind(testing):
         assert _ctypes_path(testing.echo)(Celsius(-3.0)) == -3.0
     finally:
         _convert.TABLE.pop(Celsius)
+
+
+def test_register_kind_takes_effect_for_a_type_already_converted(testing):
+    # The native path remembers the kinds it looked up; changing one takes effect at once.
+    class Meters(float):
+        pass
+
+    assert testing.echo(Meters(2.0)) == 2.0  # the float rule, converted natively
+
+    def in_centimeters(v, fr, i):
+        return _convert.KINDS["int"].setter(int(v * 100), fr, i)
+
+    _convert.register_kind(Meters, _convert.Kind("meters", _convert.PYTHON, in_centimeters))
+    try:
+        assert testing.echo(Meters(2.0)) == 200
+    finally:
+        _convert.register_kind(Meters, "float")
+    assert testing.echo(Meters(2.5)) == 2.5

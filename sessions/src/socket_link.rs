@@ -121,10 +121,13 @@ impl SocketLink {
         }
     }
 
-    /// Reads what is available into `inc` (`wait`: block in poll up to `timeout` first).
+    /// Reads what is available into `inc` (`wait`: block up to `timeout` first; with no
+    /// timeout the read itself blocks, one system call instead of a poll and a read).
     /// Returns whether bytes came.
     fn fill(&self, inc: &mut Incoming, wait: Option<Option<Duration>>) -> LinkResult<bool> {
-        if let Some(timeout) = wait {
+        let blocking = wait == Some(None);
+        if let Some(Some(timeout)) = wait.filter(|_| !blocking) {
+            let timeout = Some(timeout);
             let mut pfd = libc::pollfd {
                 fd: self.fd.as_raw_fd(),
                 events: libc::POLLIN,
@@ -172,7 +175,11 @@ impl SocketLink {
         msg.msg_iovlen = 1;
         msg.msg_control = inc.control.as_mut_ptr().cast();
         msg.msg_controllen = inc.control.len() * 8;
-        let flags = libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC;
+        let flags = if blocking {
+            libc::MSG_CMSG_CLOEXEC
+        } else {
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC
+        };
         // SAFETY: `msg` describes live buffers; the kernel writes at most their sizes.
         let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, flags) };
         if n < 0 {

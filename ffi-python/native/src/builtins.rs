@@ -1,7 +1,7 @@
 //! Builtin functions for the package's own hot paths, made with `PyCFunction_NewEx` (no ctypes
-//! call, no Python frame): releasing a reference (`dec_ref`, for the decoders) and
+//! call, no Python frame): releasing a reference (`dec_ref`, for the decoders),
 //! `rffi.from_dlpack` itself (`from_dlpack`, which imports the producer and builds the Tensor
-//! wrapper in one native call).
+//! wrapper in one native call), and `forget_kinds` (the conversion table changed a kind).
 
 use super::call::{forward, raise_runtime_error};
 use super::cpython::*;
@@ -70,6 +70,18 @@ unsafe extern "C" fn from_dlpack(
     })
 }
 
+/// `forget_kinds()`: empties the call path's cache of the conversion table's kinds (see
+/// `convert`); the package calls it whenever it changes the kind of a type.
+unsafe extern "C" fn forget_kinds(_context: PyObj, _unused: PyObj) -> PyObj {
+    guarded(|api| {
+        // SAFETY: GIL held (a builtin's call).
+        unsafe {
+            super::convert::forget_kinds(api);
+            api.none()
+        }
+    })
+}
+
 /// Runs a builtin's body with the table, turning a panic into a RuntimeError.
 fn guarded(body: impl FnOnce(&'static Api) -> PyObj) -> PyObj {
     let Some(api) = api() else {
@@ -98,6 +110,11 @@ pub(super) unsafe fn make(api: &Api, name: &CStr, context: PyObj) -> PyObj {
             dec_ref as *mut c_void,
             METH_O,
             c"dec_ref(handle, /)\n--\n\nReleases one reference to the object at `handle`.",
+        ),
+        b"forget_kinds" => (
+            forget_kinds as *mut c_void,
+            METH_NOARGS,
+            c"forget_kinds()\n--\n\nEmpties the native call path's cache of conversion kinds.",
         ),
         b"from_dlpack" => (
             from_dlpack as *mut c_void,

@@ -17,6 +17,7 @@ use super::tensors::Imports;
 use super::{gil, object_type};
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `f(*first, *args, **kwargs)` for vectorcall arguments (`n` positional ones, then the values
@@ -123,25 +124,24 @@ unsafe fn unpack(api: &Api, h: &Hooks, r: &RFFIAny) -> PyObj {
                 (h.rt.object_dec_ref)(obj.cast());
                 s
             }
-            ti if ti >= kRFFIStaticObjectBegin => {
-                if let Some(o) = wrap_result(api, h, ti, r.v.v_int64) {
-                    return o;
-                }
-                decode_python(api, h, r)
-            }
+            ti if ti >= kRFFIStaticObjectBegin => match wrapper_class(api, h, ti) {
+                Some(cls) => object_type::wrap(api, h.rt, cls, r.v.v_int64, ti),
+                None => decode_python(api, h, r),
+            },
             _ => decode_python(api, h, r),
         }
     }
 }
 
-/// An object result as a new wrapper of the class the package registered for its type index,
-/// made here when that class does not define `__new__` and no decoder turns the type into a plain
-/// Python value; None (nothing done, nothing set) otherwise.
+/// The class (borrowed) whose instances objects of type `ti` become, when they are made here: the
+/// class the package registered for the type index, if it does not define `__new__` and no
+/// decoder turns the type into a plain Python value; None (nothing set) otherwise, when the
+/// package's decoder makes the value.
 ///
 /// # Safety
-/// GIL held; `handle` an owned reference to an object of type `ti`.
+/// GIL held.
 #[inline(always)]
-unsafe fn wrap_result(api: &Api, h: &Hooks, ti: i32, handle: i64) -> Option<PyObj> {
+pub(super) unsafe fn wrapper_class(api: &Api, h: &Hooks, ti: i32) -> Option<PyObj> {
     // SAFETY: GIL held; borrowed lookups with a key released here.
     unsafe {
         let key = (api.PyLong_FromLongLong)(ti as i64);
@@ -149,8 +149,8 @@ unsafe fn wrap_result(api: &Api, h: &Hooks, ti: i32, handle: i64) -> Option<PyOb
             (api.PyErr_Clear)();
             return None;
         }
-        let cls = if (api.PyDict_GetItem)(h.decoders, key).is_null() {
-            (api.PyDict_GetItem)(h.classes, key)
+        let cls = if (api.PyDict_GetItemWithError)(h.decoders, key).is_null() {
+            (api.PyDict_GetItemWithError)(h.classes, key)
         } else {
             std::ptr::null_mut()
         };
@@ -161,7 +161,7 @@ unsafe fn wrap_result(api: &Api, h: &Hooks, ti: i32, handle: i64) -> Option<PyOb
         {
             return None;
         }
-        Some(object_type::wrap(api, h.rt, cls, handle, ti))
+        Some(cls)
     }
 }
 
@@ -239,10 +239,9 @@ unsafe fn call(
         // SAFETY: forwarded.
         return unsafe { forward(api, h.fallback, Some(callable), args, n, kwnames) };
     }
-    // SAFETY: RFFIAny and RFFIByteArray are plain data; all-zero is None / an empty array.
-    let mut packed: [RFFIAny; MAX_ARGS] = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut arrays: [RFFIByteArray; MAX_ARGS] = unsafe { std::mem::zeroed() };
+    // Written by `pack` for the `n` arguments only.
+    let mut packed = [const { MaybeUninit::<RFFIAny>::uninit() }; MAX_ARGS];
+    let mut arrays = [const { MaybeUninit::<RFFIByteArray>::uninit() }; MAX_ARGS];
     let mut imports = Imports::new(h.rt);
     // SAFETY: GIL held; `n` live arguments.
     match unsafe { pack(api, h, args, n, &mut packed, &mut arrays, &mut imports) } {
@@ -268,7 +267,8 @@ unsafe fn call(
     // GIL themselves. RFFIFunctionCall catches panics itself.
     let rc = unsafe {
         gil::call_from_python(api, release, || {
-            (h.rt.function_call)(func, packed.as_mut_ptr(), n as i32, &mut result)
+            // The first `n` entries, written by `pack`.
+            (h.rt.function_call)(func, packed.as_mut_ptr().cast(), n as i32, &mut result)
         })
     };
     // Streams restored and tensors released with the GIL held: a producer's deleter may need it.

@@ -3,16 +3,18 @@
 //! The Function's context is the callable itself (a reference the Function owns, released by
 //! its deleter). A call takes the GIL (`gil::enter`: no hand-off when the thread holds it, the
 //! recorded thread state when a call from Python on this thread released it, PyGILState
-//! elsewhere), converts the plain argument kinds (None, bool, int, float, short str) in Rust and
-//! hands every other kind to the package's decoder of borrowed values, calls the callable
+//! elsewhere), converts the plain argument kinds (None, bool, int, float, short str) and objects
+//! of wrapper classes in Rust and hands every other kind to the package's decoder of borrowed
+//! values, calls the callable
 //! (vectorcall: no argument tuple), and stores a None/bool/int/float result in Rust or hands it
 //! to the package's writer of owned results. A Python exception goes to the package's
 //! `set_raised_from_python` rules, so the Error, its identity across nesting and the Python frames
 //! in its backtrace are the same as with the ctypes trampoline.
 
+use super::call::wrapper_class;
 use super::convert::{call2, plain_to_python};
 use super::cpython::*;
-use super::{gil, hooks, Hooks};
+use super::{gil, hooks, object_type, Hooks};
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -143,6 +145,13 @@ unsafe fn arg_to_python(api: &Api, h: &Hooks, a: &RFFIAny) -> PyObj {
     unsafe {
         if let Some(o) = plain_to_python(api, a) {
             return o;
+        }
+        if a.type_index >= kRFFIStaticObjectBegin {
+            if let Some(cls) = wrapper_class(api, h, a.type_index) {
+                // The wrapper owns a reference of its own.
+                (h.rt.object_inc_ref)(a.v.v_obj.cast());
+                return object_type::wrap(api, h.rt, cls, a.v.v_int64, a.type_index);
+            }
         }
         let word = (a.type_index as u32 as i64) | ((a.small_str_len as i64) << 32);
         let (w, p) = (

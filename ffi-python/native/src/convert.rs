@@ -16,6 +16,8 @@ use super::tensors::{self, ImportError, Imports};
 use super::Hooks;
 use rffi_core::abi::*;
 use std::ffi::{c_char, c_int};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// The most arguments converted on the stack; longer calls take the Python path.
 pub(super) const MAX_ARGS: usize = 8;
@@ -45,19 +47,20 @@ pub(super) enum Packed {
 }
 
 /// The kind code of values of exact type `t` (see [`native`]; 0: the package's setter), or None
-/// with a Python error set.
+/// with a Python error set: from the kind cache, else the package's table (`TABLE[t]`), else its
+/// resolver (`kind_of(t)`, which adds the type to the table).
 ///
 /// # Safety
 /// GIL held; `t` a live type.
 #[inline(always)]
-unsafe fn kind_code(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
-    // SAFETY: GIL held; a borrowed lookup, then (for a new type) the package's resolver, whose
-    // new reference is released here.
+pub(super) unsafe fn kind_code(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
+    // SAFETY: GIL held; `t` a live type.
+    if let Some(code) = unsafe { known_kind(api, h, t) } {
+        return Some(code);
+    }
+    // SAFETY: GIL held; the package's resolver (which adds the type to the table), whose new
+    // reference is released here.
     unsafe {
-        let kind = (api.PyDict_GetItem)(h.table, t);
-        if !kind.is_null() {
-            return Some((api.PyLong_AsLongLong)(kind));
-        }
         let args = (api.PyTuple_New)(1);
         if args.is_null() {
             return None;
@@ -74,8 +77,95 @@ unsafe fn kind_code(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
         if code == -1 && !(api.PyErr_Occurred)().is_null() {
             return None;
         }
+        KINDS.remember(api, t, code);
         Some(code)
     }
+}
+
+/// The kind code of exact type `t` if the package's table has one (the kind cache first), without
+/// resolving a type it does not know.
+///
+/// # Safety
+/// GIL held; `t` a live type.
+#[inline(always)]
+pub(super) unsafe fn known_kind(api: &Api, h: &Hooks, t: PyObj) -> Option<i64> {
+    if let Some(code) = KINDS.get(t) {
+        return Some(code);
+    }
+    // SAFETY: GIL held; a borrowed lookup (types hash and compare without failing).
+    unsafe {
+        let kind = (api.PyDict_GetItemWithError)(h.table, t);
+        if kind.is_null() {
+            return None;
+        }
+        let code = (api.PyLong_AsLongLong)(kind);
+        KINDS.remember(api, t, code);
+        Some(code)
+    }
+}
+
+/// The kind codes of the types met last, so that a call does not look each argument's type up
+/// in the table (a dict lookup, ~100 instructions): a direct-mapped cache, read and written with
+/// the GIL held, holding a reference to each type in it (an address is not reused while it is
+/// there). The package empties it whenever it changes a type's kind (`register_kind`).
+struct KindCache {
+    types: [AtomicUsize; KIND_SLOTS],
+    codes: [AtomicI64; KIND_SLOTS],
+}
+
+const KIND_SLOTS: usize = 64;
+
+static KINDS: KindCache = KindCache {
+    types: [const { AtomicUsize::new(0) }; KIND_SLOTS],
+    codes: [const { AtomicI64::new(0) }; KIND_SLOTS],
+};
+
+impl KindCache {
+    fn slot(t: PyObj) -> usize {
+        (t as usize >> 4) % KIND_SLOTS // type objects are 16-byte aligned
+    }
+
+    #[inline(always)]
+    fn get(&self, t: PyObj) -> Option<i64> {
+        let k = Self::slot(t);
+        (self.types[k].load(Ordering::Relaxed) == t as usize)
+            .then(|| self.codes[k].load(Ordering::Relaxed))
+    }
+
+    /// # Safety
+    /// GIL held; `t` a live type.
+    unsafe fn remember(&self, api: &Api, t: PyObj, code: i64) {
+        let k = Self::slot(t);
+        // SAFETY: GIL held; the cache's reference keeps the type alive while it is here.
+        unsafe { (api.Py_IncRef)(t) };
+        self.codes[k].store(code, Ordering::Relaxed);
+        let old = self.types[k].swap(t as usize, Ordering::Relaxed);
+        if old != 0 {
+            // SAFETY: GIL held; the reference taken when `old` was remembered.
+            unsafe { (api.Py_DecRef)(old as PyObj) };
+        }
+    }
+
+    /// # Safety
+    /// GIL held.
+    unsafe fn forget(&self, api: &Api) {
+        for k in 0..KIND_SLOTS {
+            let old = self.types[k].swap(0, Ordering::Relaxed);
+            if old != 0 {
+                // SAFETY: GIL held; the reference taken when `old` was remembered.
+                unsafe { (api.Py_DecRef)(old as PyObj) };
+            }
+        }
+    }
+}
+
+/// Empties the kind cache (the package changed a type's kind).
+///
+/// # Safety
+/// GIL held.
+pub(super) unsafe fn forget_kinds(api: &Api) {
+    // SAFETY: forwarded.
+    unsafe { KINDS.forget(api) }
 }
 
 /// A str (or subclass) into `slot`: false when the Python rule must do it (an embedded NUL, or
@@ -112,7 +202,12 @@ unsafe fn pack_str(api: &Api, a: PyObj, slot: &mut RFFIAny) -> bool {
 /// # Safety
 /// GIL held; `a` a live bytes object that the caller keeps alive for the call.
 #[inline(always)]
-unsafe fn pack_bytes(api: &Api, a: PyObj, slot: &mut RFFIAny, array: &mut RFFIByteArray) {
+unsafe fn pack_bytes(
+    api: &Api,
+    a: PyObj,
+    slot: &mut RFFIAny,
+    array: &mut MaybeUninit<RFFIByteArray>,
+) {
     // SAFETY: a bytes object; its buffer lives as long as `a`.
     let (p, size) = unsafe { ((api.PyBytes_AsString)(a), (api.PyBytes_Size)(a)) };
     // SAFETY: `size` readable bytes at `p`.
@@ -120,10 +215,10 @@ unsafe fn pack_bytes(api: &Api, a: PyObj, slot: &mut RFFIAny, array: &mut RFFIBy
     if bytes.len() <= 7 {
         small(slot, kRFFISmallBytes, bytes);
     } else {
-        *array = RFFIByteArray {
+        let array = array.write(RFFIByteArray {
             data: p as *const c_char,
             size: size as usize,
-        };
+        });
         slot.type_index = kRFFIByteArrayPtr;
         slot.small_str_len = 0;
         slot.v.v_ptr = (array as *mut RFFIByteArray).cast();
@@ -148,8 +243,9 @@ unsafe fn pack_int(api: &Api, a: PyObj, slot: &mut RFFIAny) -> bool {
     true
 }
 
-/// Converts `args` into `out` (and `arrays` for bytes longer than 7, `imports` for what a call
-/// makes for its arguments: tensors, callback Functions).
+/// Converts `args` into the first `n` entries of `out` (and of `arrays` for bytes longer than 7,
+/// `imports` for what a call makes for its arguments: tensors, callback Functions). Only the
+/// entries converted are written, so a short call does not clear the whole arrays.
 ///
 /// # Safety
 /// GIL held; `args` are `n <= MAX_ARGS` live objects.
@@ -159,30 +255,23 @@ pub(super) unsafe fn pack(
     h: &Hooks,
     args: *const PyObj,
     n: usize,
-    out: &mut [RFFIAny; MAX_ARGS],
-    arrays: &mut [RFFIByteArray; MAX_ARGS],
+    out: &mut [MaybeUninit<RFFIAny>; MAX_ARGS],
+    arrays: &mut [MaybeUninit<RFFIByteArray>; MAX_ARGS],
     imports: &mut Imports,
 ) -> Packed {
     let mut blocking_function = false;
     for k in 0..n {
+        // All-zero (None, no small-string length): what each rule then fills in.
+        // SAFETY: RFFIAny is plain data; all-zero is a valid value.
+        let slot = out[k].write(unsafe { std::mem::zeroed() });
         // SAFETY: GIL held; `k < n` borrowed, live arguments (vectorcall contract), which the
         // caller keeps alive for the whole call.
-        let done = unsafe {
-            pack_one(
-                api,
-                h,
-                *args.add(k),
-                k,
-                &mut out[k],
-                &mut arrays[k],
-                imports,
-            )
-        };
+        let done = unsafe { pack_one(api, h, *args.add(k), k, slot, &mut arrays[k], imports) };
         match done {
             Ok(true) => {
                 // SAFETY: GIL held; argument `k` is live.
-                blocking_function |= out[k].type_index == kRFFIFunction
-                    && unsafe { may_block(api, h, *args.add(k)) };
+                blocking_function |=
+                    slot.type_index == kRFFIFunction && unsafe { may_block(api, h, *args.add(k)) };
             }
             Ok(false) => return Packed::Python { error: false },
             Err(Failed::Python) => return Packed::Python { error: true },
@@ -239,7 +328,7 @@ unsafe fn pack_one(
     a: PyObj,
     k: usize,
     slot: &mut RFFIAny,
-    array: &mut RFFIByteArray,
+    array: &mut MaybeUninit<RFFIByteArray>,
     imports: &mut Imports,
 ) -> Result<bool, Failed> {
     // SAFETY: GIL held; `a` is live, of type `t`, and outlives the call (contract); each branch

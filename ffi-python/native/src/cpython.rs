@@ -75,6 +75,7 @@ pub(crate) struct PyMethodDef {
     pub doc: *const c_char,
 }
 
+pub(crate) const METH_NOARGS: c_int = 0x0004;
 pub(crate) const METH_O: c_int = 0x0008;
 pub(crate) const METH_FASTCALL: c_int = 0x0080;
 pub(crate) const METH_KEYWORDS: c_int = 0x0002;
@@ -141,6 +142,9 @@ table! {
     f PyDict_New: unsafe extern "C" fn() -> PyObj,
     f PyDict_SetItem: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> c_int,
     f PyDict_GetItem: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
+    // Without PyDict_GetItem's saving and restoring of the error state (half its cost): for keys
+    // whose hash and comparison cannot fail (types, small ints).
+    f PyDict_GetItemWithError: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
     f PyObject_Call: unsafe extern "C" fn(PyObj, PyObj, PyObj) -> PyObj,
     f PyObject_CallObject: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,
     f PyObject_GetAttr: unsafe extern "C" fn(PyObj, PyObj) -> PyObj,

@@ -22,6 +22,7 @@ use super::cpython::*;
 use super::Hooks;
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `DLPackExchangeAPI` (DLPack 1.3): a stable header, then the producer's entry points. Only the
@@ -152,12 +153,14 @@ const USED_VERSIONED: &std::ffi::CStr = c"used_dltensor_versioned";
 const LEGACY: &std::ffi::CStr = c"dltensor";
 const USED_LEGACY: &std::ffi::CStr = c"used_dltensor";
 
-/// What a call imported and set, undone by `release` (or on drop).
+/// What a call imported and set, undone by `release` (or on drop). The arrays are filled from
+/// the front (the first `n_*` entries are written); left uninitialized until then, so that the
+/// common call, which imports nothing, does not clear them.
 pub(super) struct Imports {
-    tensors: [RFFIObjectHandle; super::convert::MAX_ARGS],
+    tensors: [MaybeUninit<RFFIObjectHandle>; super::convert::MAX_ARGS],
     n_tensors: usize,
     /// (device type, device id, previous stream) for each device whose stream was set.
-    streams: [(i32, i32, *mut c_void); super::convert::MAX_ARGS],
+    streams: [MaybeUninit<(i32, i32, *mut c_void)>; super::convert::MAX_ARGS],
     n_streams: usize,
     /// The allocator in effect before the first tensor's producer installed its own.
     allocator: Option<RFFIDLPackManagedTensorAllocator>,
@@ -174,9 +177,9 @@ pub(super) enum ImportError {
 impl Imports {
     pub(super) fn new(rt: &'static RFFIHostApi) -> Imports {
         Imports {
-            tensors: [std::ptr::null_mut(); super::convert::MAX_ARGS],
+            tensors: [MaybeUninit::uninit(); super::convert::MAX_ARGS],
             n_tensors: 0,
-            streams: [(0, 0, std::ptr::null_mut()); super::convert::MAX_ARGS],
+            streams: [MaybeUninit::uninit(); super::convert::MAX_ARGS],
             n_streams: 0,
             allocator: None,
             rt,
@@ -196,7 +199,7 @@ impl Imports {
         type_index: i32,
         slot: &mut RFFIAny,
     ) {
-        self.tensors[self.n_tensors] = handle;
+        self.tensors[self.n_tensors].write(handle);
         self.n_tensors += 1;
         slot.type_index = type_index;
         slot.small_str_len = 0;
@@ -237,9 +240,7 @@ impl Imports {
             self.allocator = Some(prev);
         }
         let (dt, id) = (device.device_type, device.device_id);
-        let seen = self.streams[..self.n_streams]
-            .iter()
-            .any(|&(t, i, _)| t == dt && i == id);
+        let seen = self.streams().iter().any(|&(t, i, _)| t == dt && i == id);
         if dt == kDLCPU || dt == kDLCUDAHost || seen {
             return Ok(());
         }
@@ -255,7 +256,7 @@ impl Imports {
         if unsafe { (self.rt.env_set_stream)(dt, id, stream, &mut prev) } != 0 {
             return Err(ImportError::Runtime);
         }
-        self.streams[self.n_streams] = (dt, id, prev);
+        self.streams[self.n_streams].write((dt, id, prev));
         self.n_streams += 1;
         Ok(())
     }
@@ -283,27 +284,52 @@ impl Imports {
         })
     }
 
+    /// The streams set so far.
+    fn streams(&self) -> &[(i32, i32, *mut c_void)] {
+        // SAFETY: the first `n_streams` entries are written (`import`).
+        unsafe { written(&self.streams, self.n_streams) }
+    }
+
     /// Restores the streams and the allocator, and releases the imported tensors (and the other
     /// objects made for the call).
+    #[inline(always)]
     pub(super) fn release(&mut self) {
+        if self.n_tensors == 0 && self.n_streams == 0 && self.allocator.is_none() {
+            return; // the common call: nothing imported
+        }
+        self.release_all();
+    }
+
+    fn release_all(&mut self) {
         if let Some(prev) = self.allocator.take() {
             // SAFETY: putting back the allocator read when it was replaced.
             unsafe {
                 (self.rt.env_set_dlpack_managed_tensor_allocator)(prev, 0, std::ptr::null_mut())
             };
         }
-        for &(dt, id, prev) in self.streams[..self.n_streams].iter().rev() {
+        for &(dt, id, prev) in self.streams().iter().rev() {
             // SAFETY: restoring a value read from the same call; cannot fail for a device that
             // was just accepted.
             unsafe { (self.rt.env_set_stream)(dt, id, prev, std::ptr::null_mut()) };
         }
         self.n_streams = 0;
-        for &t in &self.tensors[..self.n_tensors] {
+        // SAFETY: the first `n_tensors` entries are written (`keep_object`).
+        let tensors = unsafe { written(&self.tensors, self.n_tensors) };
+        for &t in tensors {
             // SAFETY: a reference this call owns.
             unsafe { (self.rt.object_dec_ref)(t) };
         }
         self.n_tensors = 0;
     }
+}
+
+/// The first `n` entries of `a`.
+///
+/// # Safety
+/// They must be initialized.
+unsafe fn written<T>(a: &[MaybeUninit<T>], n: usize) -> &[T] {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`; the first `n <= a.len()` are initialized.
+    unsafe { std::slice::from_raw_parts(a[..n].as_ptr().cast::<T>(), n) }
 }
 
 impl Drop for Imports {
@@ -435,9 +461,9 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
         if let Some(x) = api_of(api, h, t) {
             import_exchange(api, h.rt, x, obj, 0).map(|(handle, _)| Some(handle))
         } else {
-            // A type the package's conversion table knows as a DLPack producer.
-            let kind = (api.PyDict_GetItem)(h.table, t);
-            if !kind.is_null() && (api.PyLong_AsLongLong)(kind) == super::convert::native::DLPACK {
+            // A type the package's conversion table knows as a DLPack producer (a type it does
+            // not know yet is left to the Python code, which learns its rule).
+            if super::convert::known_kind(api, h, t) == Some(super::convert::native::DLPACK) {
                 import_dlpack(api, h, obj, t)
             } else {
                 Ok(None)
