@@ -108,6 +108,16 @@ class Function(Object):
 
         return signature_of(self)
 
+    # What `help(fn)` reads: a Function is a routine to `inspect` (a descriptor that does not
+    # bind: reading it from a class or an instance gives the Function itself, as before), named
+    # by its global name, documented by its registered docstring (see `_FunctionDoc`).
+    def __get__(self, obj, objtype=None):
+        return self
+
+    @property
+    def __name__(self) -> str:
+        return self._name or "<anonymous>"
+
     def __init__(self, func):
         if isinstance(func, _CtypesFunction):
             handle = func._h
@@ -282,6 +292,23 @@ def copy_gil_policy(src, dst) -> None:
         dst._gil_with_arguments = src._gil_with_arguments
 
 
+class _FunctionDoc:
+    """``__doc__`` of the Function classes: the class's docstring on the class, and on a Function
+    the docstring registered with it (its metadata's ``doc``), else the class's."""
+
+    def __init__(self, class_doc: str):
+        self.class_doc = class_doc
+
+    def __get__(self, obj, objtype=None):
+        if obj is None or not obj._name:
+            return self.class_doc
+        from ._schema import registered_doc
+
+        return registered_doc(obj._name) or self.class_doc
+
+
+Function.__doc__ = _FunctionDoc(Function.__doc__)
+
 # The fast path (rffi/_native.py): the native library makes `Function` a vectorcall subclass of
 # the class above, which converts common arguments and results in Rust and hands everything else
 # to the class above's `__call__` (the rules stay here). Without it, the class above is `Function`.
@@ -318,7 +345,7 @@ if FASTPATH:
                 "callback_failed": callback_failed,
             },
         )
-        Function.__doc__ = _CtypesFunction.__doc__
+        Function.__doc__ = _FunctionDoc(_CtypesFunction.__doc__)
     except Exception as e:  # pragma: no cover - a library that cannot build the type
         FASTPATH, FASTPATH_REASON = False, f"building the Function type failed: {e}"
 

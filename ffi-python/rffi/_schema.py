@@ -149,6 +149,14 @@ def get_global_func_metadata(name: str) -> dict:
     return json.loads(_ffi("ffi.GetGlobalFuncMetadata")(name))
 
 
+def registered_doc(name: str) -> str:
+    """The docstring registered with the global function ``name`` ("" when none or removed)."""
+    try:
+        return get_global_func_metadata(name).get("doc", "")
+    except Exception:  # removed meanwhile, or a name no longer registered
+        return ""
+
+
 def python_signature(fn):
     """The metadata of a Python callable (``type_schema`` from its annotations, unannotated
     parameters ``Any``; ``arg_names``; ``doc``), how many arguments a call needs at least, and

@@ -72,3 +72,21 @@ def test_signature_metadata_and_unannotated_functions():
     )
     p = rffi.get_global_func("test_sig.plain")
     assert p("s") == ["str", 1] and p(1.5, 2) == ["float", 2]  # nothing converted or refused
+
+
+def test_help_shows_the_signature_and_docstring():
+    import pydoc
+
+    text = pydoc.render_doc(rffi.get_global_func("test_sig.scale"), renderer=pydoc.plaintext)
+    assert "test_sig.scale(x: float, k: int, /) -> float" in text
+    assert "Scales ``x`` by ``k``." in text
+    rust = pydoc.render_doc(rffi.get_global_func("testing.add_one"), renderer=pydoc.plaintext)
+    assert "testing.add_one(_0: int, /) -> int" in rust
+    assert "A callable runtime function" not in rust  # no class docstring passed off as its own
+    # The class keeps its own docstring; a Function read from a class is not bound.
+    assert rffi.Function.__doc__.startswith("A callable runtime function")
+
+    class Holder:
+        add_one = rffi.get_global_func("testing.add_one")
+
+    assert Holder.add_one(1) == 2 and Holder().add_one(1) == 2
