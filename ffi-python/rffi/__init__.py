@@ -20,7 +20,9 @@ passed.
 
 from __future__ import annotations
 
-from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+import sys
+
+from . import _alias, _core, _lib  # noqa: F401  (_core: the modules, in order)
 from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
@@ -82,6 +84,9 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'rffi' has no attribute {name!r}")
+
+# `sys.modules["other"] = rffi` makes `import other.sub` give `rffi.sub` itself.
+_alias.install(sys.modules[__name__])
 
 #: The path of the loaded ``librffi.so``.
 LIB_PATH = _lib.LIB_PATH
