@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _alias, _core, _lib  # noqa: F401  (_core: the modules, in order)
+from . import _alias, _core, _dtype, _lib  # noqa: F401  (_core: the modules, in order)
 from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
@@ -82,6 +82,9 @@ def __getattr__(name):
         m = importlib.import_module(module)
         value = m if attr is None else getattr(m, attr)
         globals()[name] = value
+        return value
+    if name in _dtype.NAMED:
+        value = globals()[name] = dtype(name)
         return value
     raise AttributeError(f"module 'rffi' has no attribute {name!r}")
 
