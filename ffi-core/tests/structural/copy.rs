@@ -157,18 +157,35 @@ fn shallow_copies_are_new_and_share_their_members() {
     let m = map(vec![("k".into(), inner.clone())]);
     let cm = shallow(&m);
     let cm_map = cm.try_as::<Map>().unwrap();
-    let got = cm_map.get(&Any::from("k").view()).unwrap().unwrap().to_owned().unwrap();
+    let got = cm_map
+        .get(&Any::from("k").view())
+        .unwrap()
+        .unwrap()
+        .to_owned()
+        .unwrap();
     assert!(!same(&cm, &m) && same(&got, &inner));
     // Objects: a Rust type (built from its fields) and a runtime-laid-out one.
     let n: Any = node("n", 5, inner.clone()).into();
     let cn = shallow(&n);
     assert!(!same(&cn, &n));
-    assert!(same(&get_field(cn.view().as_object().unwrap(), "next").unwrap(), &inner));
-    assert_eq!(get_field(cn.view().as_object().unwrap(), "value").unwrap().try_as::<i64>().unwrap(), 5);
+    assert!(same(
+        &get_field(cn.view().as_object().unwrap(), "next").unwrap(),
+        &inner
+    ));
+    assert_eq!(
+        get_field(cn.view().as_object().unwrap(), "value")
+            .unwrap()
+            .try_as::<i64>()
+            .unwrap(),
+        5
+    );
     let p = pair(inner.clone(), 0i64.into());
     let cp = shallow(&p);
     assert!(!same(&cp, &p));
-    assert!(same(&get_field(cp.view().as_object().unwrap(), "first").unwrap(), &inner));
+    assert!(same(
+        &get_field(cp.view().as_object().unwrap(), "first").unwrap(),
+        &inner
+    ));
     // A member that points back at the original stays pointing at the original.
     let h = holder(Vec::new());
     h.items.set(Array::new(vec![h.clone().into()]));
