@@ -1,7 +1,8 @@
-"""Copy semantics of every object wrapper: ``copy.copy`` of a container or an object of a
-registered type is a new one holding the same members, of other objects (tensors, errors,
-functions) a new wrapper sharing the object with a new reference; ``copy.deepcopy`` and ``pickle`` copy by value where the type has a value form, and raise a
-TypeError naming the type where it has none. Runs on both call paths (scripts/test.sh)."""
+"""Copy semantics of every object wrapper. ``copy.copy`` of a container or an object of a
+registered type is a new one holding the same members; of other objects (tensors, errors,
+functions) a new wrapper sharing the object, with a new reference. ``copy.deepcopy`` and
+``pickle`` copy by value where the type has a value form, and raise a TypeError naming the type
+where it has none. Runs on both call paths (scripts/test.sh)."""
 
 import copy
 import ctypes
