@@ -6,34 +6,36 @@ Code written against another package name can run on rffi by putting the package
 load second copies of the core modules, with their own classes: an ``Array`` made by one copy
 is not an ``Array`` to the other. This finder answers ``<alias>.<sub>`` with the one
 ``rffi.<sub>`` module instead, so every name reaches the same classes.
+
+Only ``importlib`` and ``importlib.machinery`` are used: ``importlib.abc`` and
+``importlib.util`` would import ``typing``, which ``import rffi`` avoids.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 
 
-class _SameModule(importlib.abc.Loader):
+class _SameModule:
     """Loads ``<alias>.<sub>`` as the already imported ``rffi.<sub>``."""
 
-    def __init__(self, real_name: str) -> None:
-        self._real_name = real_name
-        self._real_spec = None
+    def __init__(self, module) -> None:
+        self._module = module
+        self._spec = module.__spec__
 
     def create_module(self, spec):
-        module = importlib.import_module(self._real_name)
-        self._real_spec = module.__spec__
-        return module
+        return self._module
 
     def exec_module(self, module) -> None:
         # The import system set the alias's spec on the module; give it back its own.
-        module.__spec__ = self._real_spec
+        module.__spec__ = self._spec
 
 
-class _AliasFinder(importlib.abc.MetaPathFinder):
+class _AliasFinder:
+    """A ``sys.meta_path`` finder for ``<alias>.<sub>`` where ``sys.modules[alias]`` is rffi."""
+
     def __init__(self, package) -> None:
         self._package = package
 
@@ -43,9 +45,16 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         if not dot or parent == pkg.__name__ or sys.modules.get(parent) is not pkg:
             return None
         real_name = f"{pkg.__name__}.{rest}"
-        if importlib.util.find_spec(real_name) is None:
-            return None
-        return importlib.util.spec_from_loader(fullname, _SameModule(real_name))
+        try:
+            module = importlib.import_module(real_name)
+        except ModuleNotFoundError as e:
+            if e.name == real_name:  # no such submodule: Python says so under the alias
+                return None
+            raise
+        return importlib.machinery.ModuleSpec(fullname, _SameModule(module))
+
+    def invalidate_caches(self) -> None:
+        pass
 
 
 def install(package) -> None:
