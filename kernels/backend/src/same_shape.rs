@@ -80,7 +80,7 @@ impl Registry {
     }
 
     /// Runs `f` on the call a kernel sees, built from `parts` and the output `out`, under the
-    /// backend's device guard (already entered by the caller when `guarded`).
+    /// backend's device guard.
     fn with_call<T>(
         &self,
         entry: &Entry,
