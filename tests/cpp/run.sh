@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the C++ API tests with `g++ -std=c++17 -Wall -Wextra -Werror` against include/ and the
-# release librffi.so (`cargo build --release -p rffi-c` first), and runs them under valgrind
-# (definite leaks and memory errors fail) when valgrind is installed.
+# Builds the C++ API tests and the C++ examples (examples/cpp-host, examples/cpp-plugin) with
+# `g++ -std=c++17 -Wall -Wextra -Werror` against include/ and the release librffi.so
+# (`cargo build --release -p rffi-c -p rffi-example-rust-plugin` first), and runs them under
+# valgrind (definite leaks and memory errors fail) when valgrind is installed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 LIB="$ROOT/target/release"
@@ -44,3 +45,9 @@ log="$OUT/test_cpp_api.log"
 "${RUN[@]}" "$OUT/test_cpp_api" "$OUT/libcpp_test_plugin.so" "$OUT/libcpp_test_plugin_copy.so" \
     2>&1 | tee "$log"
 grep -q " 0 failed" "$log"
+
+# The example host, loading the example C++ plugin and the Rust one, as `make demo` runs it.
+"$CXX" "${FLAGS[@]}" -shared -fPIC examples/cpp-plugin/plugin.cc -o "$OUT/libcpp_plugin.so"
+"$CXX" "${FLAGS[@]}" examples/cpp-host/main.cc -o "$OUT/cpp-host" \
+    -L"$LIB" -lrffi -Wl,-rpath,"$LIB"
+"${RUN[@]}" "$OUT/cpp-host" "$OUT/libcpp_plugin.so" "$LIB/librffi_example_rust_plugin.so"
