@@ -44,12 +44,21 @@ def test_a_killed_worker_is_reported_by_rank_without_hanging(python):
 
 
 EXIT_SCRIPT = """
+import sys
 import rffi
 s = rffi.{cls}
 f = s.get_global_func("testing.add_one")
 r = f(1)
 s.sync()
 print(" ".join(map(str, getattr(s, "worker_pids", []))), flush=True)
+
+
+class NoImports:  # from here to the end of the interpreter, any import shows on stderr
+    def find_spec(self, name, path=None, target=None):
+        sys.stderr.write(f"imported at exit: {{name}}\\n")
+
+
+sys.meta_path.insert(0, NoImports())
 {ending}
 """
 
