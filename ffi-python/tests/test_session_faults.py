@@ -173,6 +173,56 @@ def test_ctrl_c_during_sync_raises_and_the_session_stays_usable():
     assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr
 
 
+WAIT_MODULE = """
+import os, time
+import rffi
+
+
+@rffi.register_global_func("pytest_session.wait_for_file", override=True)
+def wait_for_file(path):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.005)
+    return path
+"""
+
+CTRL_C_PROCESS_SCRIPT = """
+import signal, sys, threading
+import rffi
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+release = sys.argv[1]
+s = rffi.ProcessSession(2, python=True)
+s.import_python_module("rffi_session_wait")
+s.get_global_func("pytest_session.wait_for_file")(release)  # every worker waits for the file
+threading.Timer(0.1, lambda: signal.raise_signal(signal.SIGINT)).start()
+try:
+    s.sync()
+    raise SystemExit("sync was not interrupted")
+except KeyboardInterrupt:
+    pass
+open(release, "w").close()
+s.sync()
+assert s.get_global_func("session.worker_rank")().fetch(1) == 1
+s.shutdown()
+print("ok")
+"""
+
+
+def test_ctrl_c_during_a_sync_on_worker_processes(tmp_path):
+    (tmp_path / "rffi_session_wait.py").write_text(WAIT_MODULE)
+    out = subprocess.run(
+        [sys.executable, "-c", CTRL_C_PROCESS_SCRIPT, str(tmp_path / "release")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr
+
+
 def _rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
