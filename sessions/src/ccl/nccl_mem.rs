@@ -31,7 +31,9 @@ impl NcclComm {
         let elem = (dtype.bits() as usize * dtype.lanes() as usize).div_ceil(8);
         let bytes = shape
             .iter()
-            .try_fold(elem, |n, &d| usize::try_from(d).ok().and_then(|d| n.checked_mul(d)))
+            .try_fold(elem, |n, &d| {
+                usize::try_from(d).ok().and_then(|d| n.checked_mul(d))
+            })
             .ok_or_else(|| {
                 Error::value_error(format!(
                     "{what}: shape {shape:?} has a negative size or too many elements"
@@ -107,7 +109,8 @@ impl NcclComm {
             unsafe {
                 result::memcpy_dtoh_async(dst, t.element_ptr() as u64, stream)
                     .map_err(|e| driver_err("cuMemcpyDtoHAsync", e))?;
-                result::stream::synchronize(stream).map_err(|e| driver_err("cuStreamSynchronize", e))
+                result::stream::synchronize(stream)
+                    .map_err(|e| driver_err("cuStreamSynchronize", e))
             }
         })?;
         Ok(host)
