@@ -11,9 +11,9 @@ use crate::op::{self, Op, OpKind};
 use crate::settings::{self, ApiSettings, EnvSettings, ScopeGuard, ScopeSettings};
 use crate::tune::{TuneTable, TuneView};
 use rffi_core::device::device_type_name;
+use rffi_core::error::catch_panic;
 use rffi_core::{Any, AnyView, DataType, Device, Error, Result, Tensor};
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -28,20 +28,14 @@ pub(crate) struct Entry {
     tune: OnceLock<std::result::Result<TuneTable, String>>,
 }
 
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 impl Entry {
     /// The probe's result, running it once. A panicking probe (a library that cannot be loaded)
-    /// counts as unavailable with the panic's message.
+    /// counts as unavailable with the panic's message (caught quietly, as every rffi boundary
+    /// catches panics: `catch_panic`).
     pub fn availability(&self) -> &std::result::Result<Availability, String> {
         self.probe.get_or_init(|| {
-            catch_unwind(AssertUnwindSafe(|| (self.backend.probe)()))
-                .unwrap_or_else(|p| Err(format!("the probe panicked: {}", panic_text(p))))
+            catch_panic(|| (self.backend.probe)())
+                .unwrap_or_else(|e| Err(format!("the probe failed: {}", e.message())))
         })
     }
 
@@ -52,17 +46,9 @@ impl Entry {
                 .availability()
                 .as_ref()
                 .map_err(|e| format!("unavailable: {e}"))?;
-            match catch_unwind(AssertUnwindSafe(|| (self.backend.install)(avail))) {
-                Ok(Ok(impls)) => Ok(impls),
-                Ok(Err(e)) => Err(format!(
-                    "installing its implementations failed: {}",
-                    e.message()
-                )),
-                Err(p) => Err(format!(
-                    "installing its implementations panicked: {}",
-                    panic_text(p)
-                )),
-            }
+            catch_panic(|| (self.backend.install)(avail))
+                .and_then(|r| r)
+                .map_err(|e| format!("installing its implementations failed: {}", e.message()))
         })
     }
 

@@ -5,27 +5,16 @@
 
 use crate::source::{dt_of, module_source, Dt, Family};
 use cudarc::driver::{result, sys};
+use rffi_core::error::catch_panic;
 use rffi_core::{DataType, Device, Error, Result};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, OnceLock};
 
-/// Runs `f`, turning a panic (a missing library or symbol in cudarc) into an error.
+/// Runs `f`, turning a panic (a missing library or symbol in cudarc) into an error, quietly, the
+/// way every rffi boundary does (`catch_panic`).
 pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::runtime_error(format!(
-                "kernels (cuda): {what}: {msg}"
-            )))
-        }
-    }
+    catch_panic(f).unwrap_or_else(|e| Err(e.context(&format!("kernels (cuda): {what}"))))
 }
 
 /// A driver error as an rffi error naming what failed.
@@ -43,27 +32,18 @@ pub fn err(what: &str, e: result::DriverError) -> Error {
 
 /// Whether libcuda can be loaded (no driver call is made).
 pub fn driver_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: only tries to dlopen the library.
-        unsafe { sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: only tries to dlopen the library.
+    catch_panic(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
 }
 
 pub fn nvrtc_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: as above.
-        unsafe { cudarc::nvrtc::sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: as above.
+    catch_panic(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
 }
 
 pub fn cublas_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: as above.
-        unsafe { cudarc::cublas::sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: as above.
+    catch_panic(|| unsafe { cudarc::cublas::sys::is_culib_present() }).unwrap_or(false)
 }
 
 /// What the probe learns about one device.
@@ -167,7 +147,7 @@ impl ContextGuard {
 impl Drop for ContextGuard {
     fn drop(&mut self) {
         if let Some(prev) = self.restore {
-            let _ = catch_unwind(|| {
+            let _ = catch_panic(|| {
                 // SAFETY: the context that was current before (or none).
                 unsafe { result::ctx::set_current(prev.0) }
             });
@@ -292,7 +272,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let (ptr, stream) = (self.ptr, self.stream);
-        let _ = catch_unwind(move || {
+        let _ = catch_panic(move || {
             // SAFETY: allocated on this stream; freed after the work queued on it.
             unsafe { result::free_async(ptr, stream) }
         });
@@ -309,7 +289,7 @@ pub fn alloc_output(bytes: usize, device: Device) -> Result<(u64, Box<dyn FnOnce
         let ctx = state.ctx;
         let release = Box::new(move || {
             let ctx = ctx;
-            let _ = catch_unwind(move || {
+            let _ = catch_panic(move || {
                 // SAFETY: free the buffer in its own context (the deleter may run on any thread).
                 unsafe {
                     let prev = result::ctx::get_current().ok().flatten();

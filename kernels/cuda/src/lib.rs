@@ -16,12 +16,16 @@
 //! tuning configs) before launching it; `kernels.explain` shows the plan.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 // DLPack constants keep their C names (`kDLCUDA`).
 #![allow(non_upper_case_globals)]
 
 mod blas;
 mod driver;
+// Implementation modules, hidden from the docs: the API is `backend()` and `probe()`.
+#[doc(hidden)]
 pub mod ops;
+#[doc(hidden)]
 pub mod source;
 
 use driver::{guarded, ContextGuard};

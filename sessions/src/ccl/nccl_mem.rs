@@ -8,7 +8,6 @@
 use super::nccl::{guarded, NcclComm};
 use cudarc::driver::{result, sys};
 use rffi_core::{DataType, Device, Error, Result, Tensor};
-use std::panic::catch_unwind;
 
 fn driver_err(what: &str, e: result::DriverError) -> Error {
     Error::runtime_error(format!("{what}: the CUDA driver failed with {e:?}"))
@@ -46,7 +45,7 @@ impl NcclComm {
             let ptr = unsafe { result::malloc_sync(bytes.max(1)) }
                 .map_err(|e| driver_err("cuMemAlloc", e))?;
             let release = Box::new(move || {
-                let _ = catch_unwind(move || {
+                let _ = rffi_core::error::catch_panic(move || {
                     // The tensor may die on another thread: free in the GPU's own context.
                     if ctx.bind_to_thread().is_ok() {
                         // SAFETY: allocated above, freed once (the deleter runs once).
