@@ -506,6 +506,9 @@ impl Registry {
     /// Calls `op` with packed arguments (what `kernels.<op>` does). Returns the new output in the
     /// allocating form and None in the destination-passing form.
     pub fn call(&self, op: Op, args: &[AnyView<'_>]) -> Result<Any> {
+        if let Some(r) = self.call_same_shape(op, args) {
+            return r;
+        }
         let parsed = args::parse(op, args)?;
         let (entry, imp) = self.resolve_cached(op, parsed.device, parsed.dtype)?;
         let shape = parsed.output_shape()?;
@@ -557,11 +560,10 @@ impl Registry {
             p.inputs.iter().map(|(t, _)| t.clone()).collect()
         };
         let arch = entry.arch_of(device);
-        let call = OpCall {
+        let parts = crate::same_shape::CallParts {
             op: p.op,
             device,
             dtype: p.dtype,
-            arch,
             inputs: &inputs,
             scalar: p.scalar,
             axes: &p.axes,
@@ -570,11 +572,8 @@ impl Registry {
             weight: p.weight.as_ref().map(|(t, _)| t),
             bias: p.bias.as_ref().map(|(t, _)| t),
             gelu: p.gelu,
-            out: &out,
-            stream,
-            tune: TuneView::new(tune, arch),
         };
-        let r = f(&call)?;
+        let r = f(&parts.into_call(arch, &out, stream, TuneView::new(tune, arch)))?;
         Ok((out, allocated, r))
     }
 

@@ -182,7 +182,15 @@ pub fn backend() -> Backend {
         .tune_file("sm_90.json", include_str!("../../tune/cuda/sm_90.json"))
         .probe(probe)
         .implementations(|_| Ok(implementations()))
-        .device_guard(|device| Ok(Box::new(ContextGuard::enter(device)?) as GuardToken))
+        .device_guard(|device| {
+            let guard = ContextGuard::enter(device)?;
+            // The common case restores nothing: a token of no size, so no allocation.
+            Ok(if guard.switched() {
+                Box::new(guard) as GuardToken
+            } else {
+                Box::new(())
+            })
+        })
         .allocator(|shape, dtype, device, _stream| {
             let bytes = shape.iter().product::<i64>().max(0) as usize * dtype.bytes_per_element();
             let (ptr, release) = driver::alloc_output(bytes, device)?;
