@@ -1,7 +1,9 @@
 """The methods ``c_class`` and ``py_class`` generate, as ``dataclasses`` does: ``__init__`` (one
 runtime call that makes the object with every field's value, checked there), ``__repr__``,
 ``__eq__``, ``__hash__``, the ordering methods, ``__match_args__``, and setters that refuse
-frozen fields."""
+frozen fields. A class that defines the runtime's hooks (``__ffi_eq__``, ``__ffi_compare__``,
+``__ffi_hash__``, ``__ffi_repr__``) is compared, hashed and printed through them: ``==`` is
+``RecursiveEq``, ``hash`` is ``RecursiveHash``, ``repr`` is ``ReprPrint``."""
 
 from __future__ import annotations
 
@@ -85,7 +87,10 @@ def add_dataclass_methods(
     if order and not eq:
         raise ValueError("eq must be true if order is true")
     cls.__rffi_fields__ = tuple(all_fields)
-    if repr and "__repr__" not in cls.__dict__:
+    if "__ffi_repr__" in cls.__dict__ and "__repr__" not in cls.__dict__:
+        repr_print = _ffi("ffi.ReprPrint")
+        cls.__repr__ = lambda self: repr_print(self)  # the hook, through the runtime's printer
+    elif repr and "__repr__" not in cls.__dict__:
         shown = [f.name for f in all_fields if f.repr]
 
         def __repr__(self):
@@ -94,7 +99,9 @@ def add_dataclass_methods(
 
         cls.__repr__ = __repr__
     compared = [f.name for f in all_fields if f.compare]
-    if eq and "__eq__" not in cls.__dict__:
+    if _add_hooked_eq_hash(cls, eq):
+        pass
+    elif eq and "__eq__" not in cls.__dict__:
 
         def __eq__(self, other):
             if other.__class__ is not self.__class__:
@@ -107,7 +114,9 @@ def add_dataclass_methods(
     if match_args and "__match_args__" not in cls.__dict__:
         cls.__match_args__ = tuple(f.name for f in all_fields if f.init and not f.kw_only)
     hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
-    if unsafe_hash or (eq and frozen):
+    if "__ffi_hash__" in cls.__dict__:
+        pass  # hashed by the hook (set above)
+    elif unsafe_hash or (eq and frozen):
 
         def __hash__(self):
             return hash(tuple(_hashable(getattr(self, n)) for n in hashed))
@@ -120,6 +129,27 @@ def add_dataclass_methods(
             prop = cls.__dict__.get(f.name)
             if isinstance(prop, property):
                 setattr(cls, f.name, property(prop.fget, frozen_setter(f.name), doc=prop.__doc__))
+
+
+def _add_hooked_eq_hash(cls, eq: bool) -> bool:
+    """``==`` and ``hash`` through the runtime for a class with comparison hooks; whether it has
+    them."""
+    ns = cls.__dict__
+    if not any(h in ns for h in ("__ffi_eq__", "__ffi_compare__", "__ffi_hash__")):
+        return False
+    if eq and "__eq__" not in ns:
+        recursive_eq = _ffi("ffi.RecursiveEq")
+
+        def __eq__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return recursive_eq(self, other)
+
+        cls.__eq__ = __eq__
+    if "__ffi_hash__" in ns and "__hash__" not in ns:
+        recursive_hash = _ffi("ffi.RecursiveHash")
+        cls.__hash__ = lambda self: recursive_hash(self)
+    return True
 
 
 def _add_order(cls, compared: list) -> None:

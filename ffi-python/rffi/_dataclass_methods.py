@@ -101,6 +101,11 @@ def _python_side(fn, func, is_static: bool):
     return staticmethod(call) if is_static else call
 
 
+#: Methods of a ``py_class`` registered as type attributes (hooks of the recursive comparisons
+#: and of ``repr``).
+HOOKS = ("__ffi_eq__", "__ffi_compare__", "__ffi_hash__", "__ffi_repr__")
+
+
 def register_methods(cls, key: str, index: int) -> None:
     """Registers the marked methods of ``cls`` (a new ``py_class``) in the runtime type ``index``
     and puts their runtime functions on the class."""
@@ -108,6 +113,13 @@ def register_methods(cls, key: str, index: int) -> None:
 
     register = _ffi("ffi.TypeRegisterMethod")
     checked = _ffi("ffi.FunctionWithSignature")
+    # The hooks of the recursive comparisons and of repr are type attributes the runtime looks
+    # up, not methods: `__ffi_eq__(self, other, fn_eq)`, `__ffi_compare__(self, other, fn_cmp)`,
+    # `__ffi_hash__(self, fn_hash)`, `__ffi_repr__(self, fn_repr)`.
+    for name in HOOKS:
+        value = cls.__dict__.get(name)
+        if callable(value):
+            _ffi("ffi.TypeRegisterAttr")(index, name, function_from_callable(value))
     for name, value in list(cls.__dict__.items()):
         if not _marked(value):
             continue

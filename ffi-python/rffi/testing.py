@@ -1,7 +1,9 @@
 """The runtime's ``testing.*`` global functions as attributes (``rffi.testing.add_one(1)``,
 ``rffi.testing.echo(x)``), under tvm-ffi's module name ``testing``; the classes of the runtime's
-testing object types, ``create_object`` to make one by field names, and ``run_with_gpu_lock``
-for tests that use a GPU."""
+testing object types (``TestIntPair``, ``TestObjectDerived``, the comparison hooks' ``TestCompare``,
+``TestHash``, ``TestCustomHash``, ``TestCustomCompare``, ``TestEqWithoutHash``, and
+``_TestCxxClassBase`` and its children, as tvm-ffi's tests name them), ``create_object`` to make
+one by field names, and ``run_with_gpu_lock`` for tests that use a GPU."""
 
 from __future__ import annotations
 
@@ -72,3 +74,64 @@ class TestObjectBase(Object):
 @register_object("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
     __slots__ = ()
+
+
+# The types of the recursive comparisons' tests (ffi-core/src/testing_compare_types.rs), bound as
+# tvm-ffi's tests expect them: `==` by identity unless asked for.
+def _bind_compare_types():
+    from .dataclasses import c_class
+
+    g = globals()
+    keys = ("TestCompare", "TestHash", "TestCustomHash", "TestCustomCompare", "TestEqWithoutHash")
+    for key in keys:
+        cls = type(key, (Object,), {"__slots__": (), "__module__": __name__, "__test__": False})
+        g[key] = c_class(f"testing.{key}", eq=False)(cls)
+
+
+_bind_compare_types()
+
+
+def _make(self, type_key: str, *args) -> None:
+    """Makes ``self`` an object of ``type_key`` by the type's ``__ffi_init__``."""
+    made = get_global_func("ffi.TypeGetMethod")(type_key, "__ffi_init__")(*args)
+    self._h, self._ti = made._h, made._ti  # adopt the new object's reference
+    made._h = 0
+
+
+@register_object("testing.TestCxxClassBase")
+class _TestCxxClassBase(Object):
+    """``testing.TestCxxClassBase``; this ``__init__`` stores ``v_i64 + 1`` and ``v_i32 + 2``
+    (as tvm-ffi's test class does), which tells it from the type's own ``__ffi_init__``."""
+
+    def __init__(self, v_i64: int, v_i32: int) -> None:
+        _make(self, "testing.TestCxxClassBase", v_i64 + 1, v_i32 + 2)
+
+
+def _bind_derived():
+    from .dataclasses import c_class
+
+    # Compared, ordered and hashed by value (`==`, `<`, `hash` by the fields), with the
+    # __init__ parameters in tvm-ffi's order (defaults last).
+    @c_class("testing.TestCxxClassDerived", eq=True, order=True, unsafe_hash=True)
+    class _TestCxxClassDerived(_TestCxxClassBase):
+        def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
+            _make(self, "testing.TestCxxClassDerived", v_i64, v_i32, v_f64, v_f32)
+
+    @c_class("testing.TestCxxClassDerivedDerived", eq=True, order=True, unsafe_hash=True)
+    class _TestCxxClassDerivedDerived(_TestCxxClassDerived):
+        def __init__(
+            self,
+            v_i64: int,
+            v_i32: int,
+            v_f64: float,
+            v_bool: bool,
+            v_f32: float = 8.0,
+            v_str: str = "default",
+        ) -> None:
+            key = "testing.TestCxxClassDerivedDerived"
+            _make(self, key, v_i64, v_i32, v_f64, v_f32, v_str, v_bool)
+
+    return _TestCxxClassDerived, _TestCxxClassDerivedDerived
+
+
+_TestCxxClassDerived, _TestCxxClassDerivedDerived = _bind_derived()

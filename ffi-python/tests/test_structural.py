@@ -307,3 +307,82 @@ def test_global_functions_under_tvm_ffi_names():
         RecursiveLt(1, "x")
     n = Node("n", 1)
     assert rffi.structural_equal(DeepCopy(n), n)
+
+
+# ---- The recursive comparisons' hooks (__ffi_eq__, __ffi_compare__, __ffi_hash__) ----
+
+
+def test_hooks_of_runtime_types():
+    from rffi._ffi_api import RecursiveEq, RecursiveHash, RecursiveLt
+
+    t = rffi.testing
+    a, b, c = t.TestCustomCompare(1, "a"), t.TestCustomCompare(1, "b"), t.TestCustomCompare(2, "a")
+    assert RecursiveEq(a, b) and not RecursiveEq(a, c)
+    assert RecursiveHash(a) == RecursiveHash(b)
+    assert RecursiveLt(a, c) and not RecursiveLt(a, b)
+    assert RecursiveEq(rffi.Array([a]), rffi.Array([b]))
+    # A hash hook alone: hashed by key, still compared by both fields.
+    h1, h2 = t.TestCustomHash(5, "x"), t.TestCustomHash(5, "y")
+    assert RecursiveHash(h1) == RecursiveHash(h2) and not RecursiveEq(h1, h2)
+    # An equality hook without a hash hook cannot be hashed.
+    e = t.TestEqWithoutHash(1, "a")
+    assert RecursiveEq(e, t.TestEqWithoutHash(1, "b"))
+    for v in (e, rffi.Array([e])):
+        with pytest.raises(ValueError, match="__ffi_eq__ or __ffi_compare__ but not __ffi_hash__"):
+            RecursiveHash(v)
+    # Fields left out of == (and hash), or of hash only.
+    assert RecursiveEq(t.TestCompare(1, "n", 2), t.TestCompare(1, "n", 3))
+    assert RecursiveHash(t.TestCompare(1, "n", 2)) == RecursiveHash(t.TestCompare(1, "n", 3))
+    assert not RecursiveEq(t.TestHash(1, "n", 2), t.TestHash(1, "n", 3))
+    assert RecursiveHash(t.TestHash(1, "n", 2)) == RecursiveHash(t.TestHash(1, "n", 3))
+
+
+def test_hooks_of_py_classes():
+    from rffi._ffi_api import RecursiveEq, RecursiveHash, RecursiveLt
+
+    @dc.py_class("test_structural.py.Keyed")
+    class Keyed:
+        key: int
+        label: str
+
+        def __ffi_eq__(self, other, fn_eq):
+            return fn_eq(self.key, other.key)
+
+        def __ffi_compare__(self, other, fn_cmp):
+            return fn_cmp(self.key, other.key)
+
+        def __ffi_hash__(self, fn_hash):
+            return fn_hash(self.key)
+
+    a, b, c = Keyed(1, "a"), Keyed(1, "b"), Keyed(2, "a")
+    assert a == b and a != c and RecursiveEq(a, b)
+    assert hash(a) == hash(b) == RecursiveHash(b)
+    assert RecursiveLt(a, c) and not RecursiveLt(c, a)
+
+
+def test_testing_cxx_classes():
+    t = rffi.testing
+    base = t._TestCxxClassBase(v_i64=1, v_i32=2)  # this __init__ adds 1 and 2
+    assert (base.v_i64, base.v_i32) == (2, 4)
+    d = t._TestCxxClassDerived(10, 20, 1.5)
+    assert (d.v_i64, d.v_i32, d.v_f64, d.v_f32) == (10, 20, 1.5, 8.0)
+    assert d == t._TestCxxClassDerived(10, 20, 1.5, 8.0) and hash(d) == hash(
+        t._TestCxxClassDerived(10, 20, 1.5, 8.0)
+    )
+    assert d < t._TestCxxClassDerived(11, 0, 0.0)
+    dd = t._TestCxxClassDerivedDerived(1, 2, 3.0, True)
+    assert (dd.v_bool, dd.v_f32, dd.v_str) == (True, 8.0, "default")
+    assert isinstance(dd, t._TestCxxClassDerived) and isinstance(dd, t._TestCxxClassBase)
+
+
+def test_repr_hook_of_a_py_class():
+    @dc.py_class("test_structural.py.Tagged")
+    class Tagged:
+        value: int
+
+        def __ffi_repr__(self, fn_repr):
+            return f"<Tagged {fn_repr([self.value])}>"
+
+    assert rffi.repr_print(Tagged(3)) == "<Tagged (3,)>"
+    assert rffi.repr_print(rffi.Array([Tagged(1), 2])) == "(<Tagged (1,)>, 2)"
+    assert repr(Tagged(4)) == "<Tagged (4,)>"

@@ -133,12 +133,15 @@ impl FieldSpec {
     }
 }
 
-/// One method of an `object_type!`: `#[static_method]` marks a static one.
+/// One method of an `object_type!`: `#[static_method]` marks a static one, `#[type_attr]` a type
+/// attribute (a hook such as `__ffi_hash__`).
 pub struct MethodSpec {
     name: &'static str,
     doc: String,
     flags: i64,
     function: Function,
+    /// `#[type_attr]`: a type attribute, not a method.
+    type_attr: bool,
 }
 
 impl MethodSpec {
@@ -149,6 +152,7 @@ impl MethodSpec {
             doc: String::new(),
             flags: 0,
             function,
+            type_attr: false,
         }
     }
     /// Adds a line to the docstring (one `///` line each).
@@ -164,8 +168,21 @@ impl MethodSpec {
         self.flags |= kRFFIFieldFlagBitMaskIsStaticMethod;
         self
     }
+    /// `#[type_attr]`: registered as the type attribute of its name (a hook the runtime looks
+    /// up by type, such as `__ffi_hash__`), not as a method.
+    pub fn type_attr(mut self) -> Self {
+        self.type_attr = true;
+        self
+    }
     /// Registers the method in type `type_index`, with its signature in its metadata.
     pub fn register(self, type_index: i32) -> Result<()> {
+        if self.type_attr {
+            return super::type_attr::register_type_attr(
+                type_index,
+                self.name,
+                self.function.into(),
+            );
+        }
         let value = Any::from(self.function.clone());
         // The method's signature, as tvm-ffi records it: `{"type_schema": "<schema JSON>"}`.
         let metadata = self.function.signature().map_or(String::new(), |s| {

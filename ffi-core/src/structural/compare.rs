@@ -1,11 +1,13 @@
 //! The recursive comparisons (tvm-ffi's `RecursiveEq`, `RecursiveLt`, ...): what `==` and `<`
 //! mean for dataclass-like objects. Values compare as values (`-0.0 == 0.0`, every NaN equal to
 //! every NaN), sequences and objects lexicographically (objects by their fields in order, those
-//! marked compare-off skipped), `None` before everything.
+//! marked compare-off skipped, or by their type's `__ffi_eq__` / `__ffi_compare__` hook),
+//! `None` before everything.
 //!
 //! Equality never fails on a type difference (it is `false`); an order between values that have
 //! none (different types, maps, NaN, functions) is a TypeError naming both.
 
+use super::hooks::HookCache;
 use super::items::{Entries, Seq};
 use super::{addr, class_of, text_of, Class, Depth, FieldCache, OnPath};
 use crate::abi::*;
@@ -50,6 +52,7 @@ pub fn recursive_compare(lhs: &AnyView<'_>, rhs: &AnyView<'_>, ordering: bool) -
         }),
         fields: FieldCache::default(),
         on_path: OnPath::default(),
+        hooks: HookCache::default(),
     }
     .any(lhs, rhs)
 }
@@ -84,6 +87,8 @@ struct Comparer {
     depth: Depth,
     fields: FieldCache,
     on_path: OnPath,
+    /// Types' `__ffi_eq__` / `__ffi_compare__` hooks (see `hooks`).
+    hooks: HookCache,
 }
 
 impl Comparer {
@@ -185,7 +190,14 @@ impl Comparer {
         let result = match class {
             Class::Array | Class::List => self.seq(l, r),
             Class::Map | Class::Dict => self.map(l, r),
-            _ => self.fields(l, r),
+            _ => match self
+                .hooks
+                .of(l.type_index())?
+                .compare(l, r, self.ordering)?
+            {
+                Some(c) => Ok(c),
+                None => self.fields(l, r),
+            },
         };
         self.on_path.pop(al, ar);
         self.depth.leave();

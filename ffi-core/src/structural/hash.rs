@@ -83,6 +83,8 @@ struct Hasher {
     mode: Mode,
     depth: Depth,
     fields: FieldCache,
+    /// Types' `__ffi_hash__` hooks (recursive hashing only; see `hooks`).
+    hooks: super::hooks::HookCache,
     /// Nodes being hashed, with the level each was entered at.
     on_path: FxHashMap<usize, u32>,
     /// Finished nodes whose hash depends only on themselves.
@@ -104,6 +106,7 @@ impl Hasher {
                 Mode::Recursive => "recursive_hash",
             }),
             fields: FieldCache::default(),
+            hooks: Default::default(),
             on_path: FxHashMap::default(),
             cache: FxHashMap::default(),
             order: FxHashMap::default(),
@@ -304,6 +307,11 @@ impl Hasher {
     }
 
     fn fields(&mut self, v: &AnyView<'_>, ti: i32) -> Result<H> {
+        if matches!(self.mode, Mode::Recursive) {
+            if let Some(h) = self.hooks.of(ti)?.hash(v)? {
+                return Ok(H::plain(h));
+            }
+        }
         let obj = v.as_object().unwrap();
         let key_hash = type_info(ti).map_or(ti as u64, |i| i.type_key_hash);
         let skip = match self.mode {

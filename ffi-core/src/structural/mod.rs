@@ -31,6 +31,7 @@ mod compare;
 mod copy;
 mod equal;
 mod hash;
+mod hooks;
 mod items;
 pub mod json;
 mod path;

@@ -5,7 +5,7 @@
 //! An object reached more than once is printed once, labelled at its first occurrence and named
 //! by the label after: `(#1=my.Var(name="x"), #1)`. A reference back to an object being printed
 //! (a cycle) is `...`. With a `width`, a part longer than the line is broken over indented
-//! lines, one field or item per line.
+//! lines, one field or item per line. A type's `__ffi_repr__` hook prints its objects.
 
 use super::items::{Entries, Seq};
 use super::{addr, class_of, text_of, Class, Depth, FieldCache};
@@ -29,6 +29,7 @@ pub fn repr_print(value: &AnyView<'_>, width: usize) -> Result<String> {
         shared: FxHashSet::default(),
         on_path: FxHashSet::default(),
         labels: FxHashMap::default(),
+        hooks: super::hooks::HookCache::default(),
     };
     p.count(value)?;
     p.seen.clear();
@@ -128,6 +129,7 @@ struct Printer {
     shared: FxHashSet<usize>,
     on_path: FxHashSet<usize>,
     labels: FxHashMap<usize, usize>,
+    hooks: super::hooks::HookCache,
 }
 
 impl Printer {
@@ -238,6 +240,9 @@ impl Printer {
                 ("{".to_owned(), "}", false)
             }
             _ => {
+                if let Some(text) = self.hooks.of(v.type_index())?.repr(v)? {
+                    return Ok(Doc::Text(format!("{label}{text}")));
+                }
                 let obj = v.as_object().unwrap();
                 for f in self.fields.of(v.type_index()).iter() {
                     if f.flags & kRFFIFieldFlagBitMaskReprOff == 0 {

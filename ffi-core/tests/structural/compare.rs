@@ -74,3 +74,35 @@ fn objects_order_by_fields_skipping_compare_off() {
     p.next.set(Any::none());
     q.next.set(Any::none());
 }
+
+#[test]
+fn hooks_replace_the_field_rule() {
+    let (a, b, c) = (keyed(1, "a"), keyed(1, "b"), keyed(2, "a"));
+    // `__ffi_eq__` and `__ffi_hash__` look at `key` only; `__ffi_compare__` orders by it.
+    assert!(req(&a, &b) && !req(&a, &c));
+    assert_eq!(rhash(&a), rhash(&b));
+    assert!(lt(&a, &c) && !lt(&c, &a) && !lt(&a, &b));
+    assert!(recursive_ge(&a.view(), &b.view()).unwrap());
+    // Inside containers the same.
+    let (x, y) = (
+        arr(vec![0i64.into(), a.clone()]),
+        arr(vec![0i64.into(), b.clone()]),
+    );
+    assert!(req(&x, &y));
+    assert_eq!(rhash(&x), rhash(&y));
+    assert!(lt(&x, &arr(vec![0i64.into(), c.clone()])));
+    // An equality hook without a hash hook: equal by key, and hashing it is a ValueError.
+    assert!(req(&eq_only(3, "a"), &eq_only(3, "b")));
+    for v in [eq_only(3, "a"), arr(vec![eq_only(3, "a")])] {
+        let e = recursive_hash(&v.view()).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert!(
+            e.message()
+                .contains("defines __ffi_eq__ or __ffi_compare__ but not __ffi_hash__"),
+            "{}",
+            e.message()
+        );
+    }
+    // Without ordering hooks, ordering falls back to the fields.
+    assert!(lt(&eq_only(1, "z"), &eq_only(2, "a")));
+}

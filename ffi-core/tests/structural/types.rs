@@ -3,7 +3,7 @@
 use rffi_core::abi::*;
 use rffi_core::reflection::{Mut, Obj, ObjectDef, ObjectHeader};
 use rffi_core::structural::{set_eq_hash_kind, Options};
-use rffi_core::{Any, Array, Dict, List, ObjectRef};
+use rffi_core::{Any, Array, Dict, Function, List, ObjectRef};
 
 rffi_core::object_type! {
     /// A variable: equal only to itself, or to the one it is bound to at a definition.
@@ -147,4 +147,58 @@ pub fn eq(a: &Any, b: &Any) -> bool {
 
 pub fn hash(a: &Any) -> u64 {
     rffi_core::structural::structural_hash(&a.view(), Options::default()).unwrap()
+}
+
+rffi_core::object_type! {
+    /// Compared, ordered and hashed by `key` alone, through its hooks.
+    pub struct Keyed("test_structural.Keyed") {
+        pub key: i64,
+        pub label: String,
+    }
+    methods {
+        #[type_attr]
+        "__ffi_eq__" => |a: Obj<Keyed>, b: Obj<Keyed>, fn_eq: Function| {
+            fn_eq.call(&[a.key.into(), b.key.into()])?.try_as::<bool>()
+        };
+        #[type_attr]
+        "__ffi_compare__" => |a: Obj<Keyed>, b: Obj<Keyed>, fn_cmp: Function| {
+            fn_cmp.call(&[a.key.into(), b.key.into()])?.try_as::<i64>()
+        };
+        #[type_attr]
+        "__ffi_hash__" => |a: Obj<Keyed>, fn_hash: Function| {
+            fn_hash.call(&[a.key.into()])?.try_as::<i64>()
+        };
+    }
+}
+
+rffi_core::object_type! {
+    /// An equality hook without a hash hook: equal by `key`, and cannot be hashed.
+    pub struct EqOnly("test_structural.EqOnly") {
+        pub key: i64,
+        pub label: String,
+    }
+    methods {
+        #[type_attr]
+        "__ffi_eq__" => |a: Obj<EqOnly>, b: Obj<EqOnly>, fn_eq: Function| {
+            fn_eq.call(&[a.key.into(), b.key.into()])?.try_as::<bool>()
+        };
+    }
+}
+
+pub fn keyed(key: i64, label: &str) -> Any {
+    Obj::new(Keyed {
+        base: ObjectHeader::default(),
+        key,
+        label: label.into(),
+    })
+    .into()
+}
+
+pub fn eq_only(key: i64, label: &str) -> Any {
+    Obj::new(EqOnly {
+        base: ObjectHeader::default(),
+        key,
+        label: label.into(),
+    })
+    .into()
 }
