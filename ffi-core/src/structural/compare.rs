@@ -5,7 +5,8 @@
 //! `None` before everything.
 //!
 //! Equality never fails on a type difference (it is `false`); an order between values that have
-//! none (different types, maps, NaN, functions) is a TypeError naming both.
+//! none (different types, maps, NaN, functions) is a TypeError naming both; an order through a
+//! cycle is a ValueError.
 
 use super::hooks::HookCache;
 use super::items::{Entries, Seq};
@@ -179,10 +180,18 @@ impl Comparer {
             return Ok(Compared::Equal);
         }
         if let Some(equal) = self.on_path.cycle(al, ar) {
+            if self.ordering {
+                // Equality can close a cycle; an order through one has no first difference.
+                return Err(Error::value_error(format!(
+                    "cannot order {} and {}: they contain a cyclic reference",
+                    l.type_name(),
+                    r.type_name()
+                )));
+            }
             return if equal {
                 Ok(Compared::Equal)
             } else {
-                self.unordered(l, r, "their cycles differ")
+                Ok(Compared::Different)
             };
         }
         self.depth.enter()?;

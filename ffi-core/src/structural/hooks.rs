@@ -30,7 +30,7 @@ pub(crate) struct HookCache(FxHashMap<i32, Hooks>);
 
 impl HookCache {
     pub(crate) fn of(&mut self, index: i32) -> Result<&Hooks> {
-        if !self.0.contains_key(&index) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.0.entry(index) {
             let get = |name: &str| -> Result<Option<Function>> {
                 type_attr(index, name)?
                     .map(|v| {
@@ -49,7 +49,7 @@ impl HookCache {
                 hash: get("__ffi_hash__")?,
                 repr: get("__ffi_repr__")?,
             };
-            self.0.insert(index, hooks);
+            slot.insert(hooks);
         }
         Ok(&self.0[&index])
     }
