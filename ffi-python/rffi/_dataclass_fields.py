@@ -21,8 +21,14 @@ from ._object_model import (
     type_info,
 )
 
+# The classes here belong to the public module that exports them (their repr, pickling, and the
+# type stubs in dataclasses.pyi name them there).
+_PUBLIC = "rffi.dataclasses"
+
 
 class _Missing:
+    __module__ = _PUBLIC
+
     def __repr__(self) -> str:
         return "MISSING"
 
@@ -39,9 +45,13 @@ else:
     class KW_ONLY:
         """Annotate a pseudo-field with ``KW_ONLY``: the fields after it are keyword-only."""
 
+        __module__ = _PUBLIC
+
 
 class Field:
     """One field of a c_class / py_class."""
+
+    __module__ = _PUBLIC
 
     __slots__ = (
         "name",

@@ -22,6 +22,7 @@ import json
 
 from ._dataclass_dunders import FrozenInstanceError, add_dataclass_methods, make_init
 from ._dataclass_fields import KW_ONLY, MISSING, Field, c_class_fields, field, fields, own_fields
+from ._dataclass_fields import _Missing as _Missing  # the stubs' type of MISSING
 from ._dataclass_methods import method, register_methods
 from ._object import Object
 from ._object_model import (
