@@ -425,7 +425,11 @@ def py_class(
         register_methods(new, key, index)
         info = type_info(index)
         install_members(new, info)
-        inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []
+        inherited = []
+        if parent is not None:  # a register_object class has no dataclass fields: the type's
+            inherited = list(
+                getattr(parent, "__rffi_fields__", None) or _runtime_fields(type_info(parent_index))
+            )
         all_fields = inherited + own
         if init and "__init__" not in ns:
             new.__init__ = make_init(new, all_fields, index)
