@@ -38,7 +38,14 @@ from ._function_registry import (
 )
 from ._module import Module, load_module
 from ._object import Object
-from ._object_model import get_registered_type_keys, register_object, type_info
+from ._object_model import (  # noqa: F401  (tvm-ffi's type attribute functions)
+    MISSING,
+    _lookup_type_attr,
+    _register_type_attr,
+    get_registered_type_keys,
+    register_object,
+    type_info,
+)
 from ._shape import Shape
 from ._string import Bytes, String
 from ._tensor import Tensor, from_dlpack
@@ -104,6 +111,7 @@ __all__ = [
     "Function",
     "LIB_PATH",
     "List",
+    "MISSING",
     "Map",
     "Module",
     "Object",

@@ -39,6 +39,15 @@ STRUCTURAL_KINDS = {None: 0, "tree": 1, "var": 2, "dag": 3, "const-tree": 4, "si
 _FUNCS: dict = {}
 
 
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: "No value given" (a field without a default), as ``dataclasses.MISSING``.
+MISSING = _Missing()
+
+
 def _ffi(name: str):
     f = _FUNCS.get(name)
     if f is None:
@@ -58,6 +67,26 @@ def type_info(key_or_index) -> dict:
 def get_registered_type_keys() -> list:
     """The keys of every object type registered at run time."""
     return list(_ffi("ffi.GetRegisteredTypeKeys")())
+
+
+def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False):
+    """The type attribute ``attr_key`` of the type ``type_index`` (a per-type value such as a
+    hook, tvm-ffi's type attribute columns), or None; a type's own entry, unless ``ancestor`` asks
+    for the nearest ancestor's too. C reads the same table with ``RFFIGetTypeAttrColumn``."""
+    get = _ffi("ffi.TypeGetAttr")
+    value = get(type_index, attr_key)
+    if value is None and ancestor:
+        for key in reversed(type_info(type_index)["ancestors"]):
+            value = get(_ffi("ffi.TypeKeyToIndex")(key), attr_key)
+            if value is not None:
+                break
+    return value
+
+
+def _register_type_attr(type_index: int, attr_key: str, value) -> None:
+    """Sets the type attribute ``attr_key`` of the type ``type_index`` (a later call replaces
+    it); every language reads it (C: ``RFFIGetTypeAttrColumn``)."""
+    _ffi("ffi.TypeRegisterAttr")(type_index, attr_key, value)
 
 
 def _field_property(name: str, doc: str, writable: bool):

@@ -104,7 +104,7 @@ pub fn create_with_fields(
     values: &[(&str, AnyView<'_>)],
     describe: &dyn Fn(usize) -> String,
 ) -> Result<ObjectRef> {
-    if super::extend::native_root(index).is_some_and(|n| n.type_index != index) {
+    if super::extend::native_root(index).is_some() {
         return super::extend::create(index, values, describe);
     }
     let obj = create_object(index)?;

@@ -88,6 +88,23 @@ register_builtin!(
     |obj: ObjectRef, name: String, value: Any| access::set_field(&obj, &name, &value.view())
 );
 
+// Writes a field whether or not it is frozen, with the same type checks as a setter: for code
+// that finishes building an object nothing else has seen yet (Python's `__post_init__`, a
+// dataclass `__init__` of its own, `object.__setattr__` on a frozen dataclass).
+register_builtin!("ffi.ObjectInitField", |obj: ObjectRef,
+                                          name: String,
+                                          value: Any|
+ -> Result<()> {
+    let index = obj.type_index();
+    let f = find_field(index, name.as_bytes()).ok_or_else(|| {
+        Error::new(
+            "AttributeError",
+            format!("`{}` has no field `{name}`", super::key_of(index)),
+        )
+    })?;
+    access::init_field(&obj, f, &value.view())
+});
+
 register_builtin!("ffi.TypeGetMethod", |key_or_index: Any,
                                         name: String|
  -> Result<Function> {

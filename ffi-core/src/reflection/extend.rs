@@ -85,16 +85,16 @@ pub(crate) fn register_from_fields(index: i32) -> Result<()> {
     super::type_attr::register_type_attr(index, FROM_FIELDS_ATTR, ctor.into())
 }
 
-/// Makes an object of `index`, which extends a native type, with the field values `values`
-/// (see `create_with_fields`): the native part from its fields (given or default), then the
-/// run-time fields.
+/// Makes an object of `index`, a native type or one extending a native type, with the field
+/// values `values` (see `create_with_fields`): the native part by its field constructor from its
+/// fields (given or default) or else by its creator, then the other fields.
 pub(crate) fn create(
     index: i32,
     values: &[(&str, AnyView<'_>)],
     describe: &dyn Fn(usize) -> String,
 ) -> Result<ObjectRef> {
     let native = native_root(index)
-        .ok_or_else(|| Error::type_error(format!("`{}` extends no native type", key_of(index))))?;
+        .ok_or_else(|| Error::type_error(format!("`{}` is no native type", key_of(index))))?;
     let ni = native.type_index;
     let ctor = match type_attr(ni, FROM_FIELDS_ATTR)? {
         Some(c) => Some(c.try_as::<Function>()?),
@@ -132,7 +132,11 @@ pub(crate) fn create(
         }
         None => super::create_object(ni)?,
     };
-    let obj = relocate(index, native, made)?;
+    let obj = if ni == index {
+        made // the native type itself: nothing to extend
+    } else {
+        relocate(index, native, made)?
+    };
     for (i, (name, value)) in values.iter().enumerate() {
         if ctor.is_some() && native_fields.iter().any(|f| member_name(&f.name) == *name) {
             continue; // given to the constructor
