@@ -39,7 +39,6 @@ from ._function_registry import (
 from ._module import Module, load_module
 from ._object import Object
 from ._object_model import (  # noqa: F401  (tvm-ffi's type attribute functions)
-    MISSING,
     _lookup_type_attr,
     _register_type_attr,
     get_registered_type_keys,
@@ -57,6 +56,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "access_path": ("rffi.access_path", None),
     "dataclasses": ("rffi.dataclasses", None),
+    "MISSING": ("rffi.dataclasses", "MISSING"),
     "serialization": ("rffi.serialization", None),
     "structural": ("rffi.structural", None),
     "deep_copy": ("rffi.structural", "deep_copy"),

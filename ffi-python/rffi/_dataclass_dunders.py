@@ -28,15 +28,15 @@ class RuntimeDefault:
 def make_init(cls, all_fields: list, index: int):
     """``__init__`` of ``cls`` (runtime type ``index``) taking ``all_fields`` as dataclasses do."""
     create = _ffi("ffi.ObjectCreateInit")
+    # As tvm-ffi orders them: the positional fields without a default first, then those with
+    # one (each in field order), so a field without a default may follow one with a default (a
+    # child's required field after its parent's defaulted ones).
     positional = [f for f in all_fields if f.init and not f.kw_only]
+    positional = [f for f in positional if not f.has_default()] + [
+        f for f in positional if f.has_default()
+    ]
     keyword = [f for f in all_fields if f.init and f.kw_only]
     by_name = {f.name: f for f in positional + keyword}
-    seen_default = False
-    for f in positional:
-        if f.has_default():
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
     qual = cls.__qualname__
     caller = f"{qual}.__init__()"
     given_by_runtime = {f.name for f in all_fields if isinstance(f.default_factory, RuntimeDefault)}
@@ -73,7 +73,38 @@ def make_init(cls, all_fields: list, index: int):
         if post is not None:
             post()
 
+    __init__.__qualname__ = f"{qual}.__init__"
+    __init__.__signature__ = _init_signature(positional, keyword)
     return __init__
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+#: The default a signature shows for a field made by a factory (as ``dataclasses``).
+_FACTORY = _Factory()
+
+
+def _init_signature(positional, keyword):
+    """What ``inspect.signature`` shows for a generated ``__init__``."""
+    import inspect
+
+    def param(f, kind):
+        if not f.has_default():
+            default = inspect.Parameter.empty
+        elif callable(f.default_factory):
+            default = _FACTORY
+        else:
+            default = f.default
+        return inspect.Parameter(f.name, kind, default=default)
+
+    return inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [param(f, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in positional]
+        + [param(f, inspect.Parameter.KEYWORD_ONLY) for f in keyword]
+    )
 
 
 def add_dataclass_methods(

@@ -39,15 +39,6 @@ STRUCTURAL_KINDS = {None: 0, "tree": 1, "var": 2, "dag": 3, "const-tree": 4, "si
 _FUNCS: dict = {}
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-#: "No value given" (a field without a default), as ``dataclasses.MISSING``.
-MISSING = _Missing()
-
-
 def _ffi(name: str):
     f = _FUNCS.get(name)
     if f is None:

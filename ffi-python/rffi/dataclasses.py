@@ -40,11 +40,9 @@ from ._object_model import (
     FLAG_KW_ONLY,
     FLAG_REPR_OFF,
     FLAG_WRITABLE,
-    MISSING,
     STRUCTURAL_FIELD_FLAGS,
     STRUCTURAL_KINDS,
     _ffi,
-    _Missing,  # noqa: F401  (the sentinel's type, named in the stubs)
     install_members,
     type_info,
 )
@@ -65,6 +63,15 @@ __all__ = [
     "py_class",
     "replace",
 ]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: "No value given" (a field without a default), as ``dataclasses.MISSING``; also ``rffi.MISSING``.
+MISSING = _Missing()
 
 
 if sys.version_info >= (3, 10):

@@ -122,3 +122,25 @@ def test_eq_defaults_to_identity_as_in_tvm_ffi():
         v: int
 
     assert ByValue(v=1) == ByValue(v=1)
+
+
+def test_init_takes_required_fields_first_and_shows_its_signature():
+    import inspect
+
+    @dc.py_class("test_dc_functions.Base")
+    class Base(rffi.Object):
+        x: int = 0
+        items: list = dc.field(default_factory=list)
+
+    @dc.py_class("test_dc_functions.Child")
+    class Child(Base):
+        y: int  # required after the parent's defaults: taken first, as tvm-ffi does
+        _: dc.KW_ONLY
+        z: int = 3
+
+    assert str(inspect.signature(Child.__init__)) == "(self, y, x=0, items=<factory>, *, z=3)"
+    c = Child(5)
+    assert (c.x, c.y, list(c.items), c.z) == (0, 5, [], 3)
+    assert Child.__match_args__ == ("x", "items", "y")  # field order
+    with pytest.raises(TypeError, match="missing required argument: 'y'"):
+        Child()
