@@ -55,9 +55,9 @@ rust-test:
 	$(CARGO) test --workspace
 	$(CARGO) test -p rffi-core --features dlpack --lib dlpack_crate
 
-## The C++ API (include/rffi/rffi.hpp): host and plugin tests, under valgrind when installed.
+## The C++ API (include/rffi/rffi.hpp): host and plugin tests and the C++ examples, under valgrind.
 cpp-test: check-tools
-	$(CARGO) build --release -p rffi-c
+	$(CARGO) build --release -p rffi-c -p rffi-example-rust-plugin
 	tests/cpp/run.sh
 
 ## Install the library, the C/C++ headers, rffi.pc and the CMake package (find_package(rffi))

@@ -359,7 +359,7 @@ unsafe extern "C" fn update_backtrace(
         return;
     };
     // Foreign callers may pass garbage text: treat NULL as empty, never panic across the ABI.
-    let _ = std::panic::catch_unwind(|| {
+    let _ = catch_panic(|| {
         // SAFETY: the handle is a live Error made by `build` (this function is only installed
         // there) and the caller holds a reference for the duration of the call.
         let err = std::mem::ManuallyDrop::new(Error(unsafe { ObjectRef::from_raw(ptr) }));
@@ -616,6 +616,14 @@ impl Error {
             "",
         )
     }
+
+    /// The same error with `what: ` before its message, its kind and traceback kept: how a
+    /// boundary says what it was doing when it caught a failure (`catch_panic(f)` then
+    /// `.context("loading libfoo")`).
+    pub fn context(&self, what: &str) -> Error {
+        let message = format!("{what}: {}", self.message());
+        Error::with_backtrace(&self.kind(), message, &self.backtrace())
+    }
 }
 
 // ---- The raised-error slot of the calling convention ----
@@ -687,6 +695,22 @@ mod tests {
         assert_eq!(e.backtrace(), "X\n");
         // The ABI cell sees the same text.
         assert_eq!(e.cell_str(|c| c.backtrace), "X\n");
+    }
+
+    #[test]
+    fn context_keeps_kind_and_traceback() {
+        let line = line!() + 1;
+        let e = catch_panic(|| panic!("no libfoo")).unwrap_err();
+        let e = e.context("loading foo");
+        assert_eq!(e.kind(), "RuntimeError");
+        assert_eq!(e.message(), "loading foo: panic: no libfoo");
+        let site = format!("  File \"{}\", line {line}", file!());
+        assert!(e.backtrace().starts_with(&site), "{}", e.backtrace());
+        let k = Error::key_error("x").context("looking up");
+        assert_eq!(
+            (k.kind().as_str(), k.message().as_str()),
+            ("KeyError", "looking up: x")
+        );
     }
 
     #[test]

@@ -5,10 +5,11 @@ tables:
   n = 1, 2, 4 workers (Disco: ThreadedSession, ProcessSession);
 * session start with 4 workers: the constructor alone, and until a first sync has come back (Disco's
   constructor does not wait for its workers);
-* copy_to_worker_0 of 64 MiB float32 (including the wait for worker 0), beside the machine's
-  plain memcpy bandwidth (numpy.copyto of the same array), measured in the same process and
-  interleaved with the copies (so the ratio compares the same moments of a machine whose load
-  moves).
+* copy_to_worker_0 and copy_from_worker_0 of 64 MiB float32 (including the wait for worker 0),
+  beside the machine's plain memcpy bandwidth (numpy.copyto of the same array), measured in the
+  same process and interleaved with the copies (so the ratio compares the same moments of a
+  machine whose load moves);
+* a fetch of that tensor from worker 0 and from the last worker.
 
 Each measurement runs in a fresh child process, so the two runtimes never share one and a Disco
 fault at shutdown cannot take the run down. rffi and Disco alternate, ROUNDS times per row, and the
@@ -28,6 +29,7 @@ import time
 MIB = 1 << 20
 COPY_BYTES = 64 * MIB
 REPS, CALLS = 5, 200
+FETCH_REPS = 3
 ROUNDS = int(os.environ.get("RFFI_SESSION_BENCH_ROUNDS", "5"))
 
 
@@ -90,10 +92,17 @@ def measure_rffi(kind: str, n: int) -> dict:
 
     out = {"round_trip_us": _median_us(call), "ctor_s": ctor, "ready_s": ready}
     host = np.ones(COPY_BYTES // 4, dtype="float32")
+    back = np.empty_like(host)
     dst = sess.empty(host.shape, "float32")
     out["copy_s"], out["memcpy_s"] = _copy_and_memcpy_s(
         lambda: sess.copy_to_worker_0(host, dst), host
     )
+    out["copy_from_s"], out["memcpy_from_s"] = _copy_and_memcpy_s(
+        lambda: sess.copy_from_worker_0(back, dst), host
+    )
+    assert (back == host).all()
+    out["fetch0_s"] = _copy_s(lambda: np.from_dlpack(dst.fetch(0)), FETCH_REPS)
+    out["fetch_last_s"] = _copy_s(lambda: np.from_dlpack(dst.fetch(n - 1)), FETCH_REPS)
     sess.shutdown()
     return out
 
@@ -128,6 +137,17 @@ def measure_disco(kind: str, n: int) -> dict:
         sess._sync_worker(0)
 
     out["copy_s"] = _copy_s(copy)
+    back = tvm.runtime.empty((COPY_BYTES // 4,), "float32")
+
+    def copy_from():
+        sess.copy_from_worker_0(back, dst)
+        sess._sync_worker(0)
+
+    out["copy_from_s"] = _copy_s(copy_from)
+    # Disco hands out worker 0's own tensor (no copy; worker 0 is in this process) and
+    # serializes a tensor of any other worker through its pipe.
+    out["fetch0_s"] = _copy_s(lambda: dst.debug_get_from_remote(0), FETCH_REPS)
+    out["fetch_last_s"] = _copy_s(lambda: dst.debug_get_from_remote(n - 1), FETCH_REPS)
     sess.shutdown()
     return out
 
@@ -163,17 +183,32 @@ def main() -> None:
         a, b = r.get("round_trip_us"), d.get("round_trip_us")
         ratio = f"{a / b:.2f}x" if a and b else "-"
         print(f"| {kind} | {n} | {_us(a, r)} | {_us(b, d)} | {ratio} |")
-    print("\n| session | n | rffi copy_to_worker_0 64 MiB | Disco | rffi/Disco "
-          "| memcpy beside rffi's | rffi/memcpy |")
-    print("|---|---|---|---|---|---|---|")
+    for op, key, mkey in (
+        ("copy_to_worker_0", "copy_s", "memcpy_s"),
+        ("copy_from_worker_0", "copy_from_s", "memcpy_from_s"),
+    ):
+        print(f"\n| session | n | rffi {op} 64 MiB | Disco | Disco/rffi "
+              "| memcpy beside rffi's | memcpy/rffi |")
+        print("|---|---|---|---|---|---|---|")
+        for kind, n, r, d in rows:
+            a, b, m = r.get(key), d.get(key), r.get(mkey)
+            print(
+                f"| {kind} | {n} | {_bw(a)} | {_bw(b)} | "
+                f"{f'{b / a:.1f}x' if a and b else '-'} | {_bw(m)} | "
+                f"{f'{m / a:.2f}' if a and m else '-'} |"
+            )
+    print("\n(memcpy: numpy.copyto of the same 64 MiB array, timed in turn with rffi's copies;"
+          " a ratio above 1 means rffi is faster)")
+    print("\n| session | n | rffi fetch(0) 64 MiB | Disco fetch(0) | rffi fetch(n-1) "
+          "| Disco fetch(n-1) |")
+    print("|---|---|---|---|---|---|")
     for kind, n, r, d in rows:
-        a, b, m = r.get("copy_s"), d.get("copy_s"), r.get("memcpy_s")
         print(
-            f"| {kind} | {n} | {_bw(a)} | {_bw(b)} | "
-            f"{f'{b / a:.1f}x' if a and b else '-'} | {_bw(m)} | "
-            f"{f'{m / a:.2f}' if a and m else '-'} |"
+            f"| {kind} | {n} | {_bw(r.get('fetch0_s'))} | {_bw(d.get('fetch0_s'))} | "
+            f"{_bw(r.get('fetch_last_s'))} | {_bw(d.get('fetch_last_s'))} |"
         )
-    print("\n(memcpy: numpy.copyto of the same 64 MiB array, timed in turn with rffi's copies)")
+    print("\n(fetch: rffi's DRef.fetch returns a host copy; Disco's debug_get_from_remote(0) "
+          "returns worker 0's own tensor, not a copy)")
     print("\n| session start, n = 4 | rffi constructor | rffi until first sync | Disco constructor"
           " | Disco until first sync |")
     print("|---|---|---|---|---|")

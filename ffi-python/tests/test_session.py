@@ -65,6 +65,9 @@ def test_values_that_cannot_cross_are_type_errors_naming_the_position(sess):
         echo(1, object())
     with pytest.raises(TypeError, match="argument #0"):
         echo(lambda: 1)
+    # Inside a list or dict, the path to the value.
+    with pytest.raises(TypeError, match=r"argument #1\[2\]\[\"w\"\]: a value of type"):
+        echo(1, [1, 2, {"w": object()}])
     sess.sync()
 
 

@@ -98,4 +98,6 @@ def test_copies_check_sizes_and_raise_pending_failures():
             ro = np.empty(4, "float32")
             ro.flags.writeable = False
             s.copy_from_worker_0(ro, t)
+        with pytest.raises(TypeError, match=r"CopyToWorker0 argument #1: expected a host array"):
+            s.copy_to_worker_0([1.0, 2.0, 3.0, 4.0], t)
         np.testing.assert_array_equal(np.from_dlpack(t.fetch(0)), np.ones(4, "float32"))

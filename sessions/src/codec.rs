@@ -324,6 +324,15 @@ impl WireError {
     }
 }
 
+/// `e`, raised for the value at `place` (`argument #1`, or `[2]` inside an array or map): the
+/// places join into a path (`argument #1[2]["w"]: ...`), so an argument's error names where
+/// inside it the value was.
+pub fn located(e: Error, place: &str) -> Error {
+    let m = e.message();
+    let sep = if m.starts_with('[') { "" } else { ": " };
+    Error::new(&e.kind(), format!("{place}{sep}{m}"))
+}
+
 /// What the values of a received frame refer to, on the side that received it.
 pub trait Resolve {
     /// Register `r` of this worker (a `Ref`).
@@ -364,17 +373,27 @@ impl Value {
             kRFFIArray => Value::Array(
                 v.try_as::<Array>()?
                     .iter()
-                    .map(|x| Self::from_view_at(&x, as_ref, depth + 1))
+                    .enumerate()
+                    .map(|(i, x)| {
+                        Self::from_view_at(&x, as_ref, depth + 1)
+                            .map_err(|e| located(e, &format!("[{i}]")))
+                    })
                     .collect::<Result<_>>()?,
             ),
             kRFFIMap => Value::Map(
                 v.try_as::<Map>()?
                     .iter()
                     .map(|(k, x)| {
-                        Ok((
-                            Self::from_view_at(&k, as_ref, depth + 1)?,
-                            Self::from_view_at(&x, as_ref, depth + 1)?,
-                        ))
+                        let key = Self::from_view_at(&k, as_ref, depth + 1)
+                            .map_err(|e| located(e, "[key]"))?;
+                        let named = match &key {
+                            Value::Str(s) => format!("{s:?}"),
+                            Value::Int(i) => i.to_string(),
+                            _ => "value".to_string(),
+                        };
+                        let x = Self::from_view_at(&x, as_ref, depth + 1)
+                            .map_err(|e| located(e, &format!("[{named}]")))?;
+                        Ok((key, x))
                     })
                     .collect::<Result<_>>()?,
             ),

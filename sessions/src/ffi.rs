@@ -204,9 +204,19 @@ register_global_packed!("session.Empty", |a: &[AnyView<'_>]| {
     })?
 });
 
+/// Argument #1 of the worker-0 copies: a host array, which reaches here as a tensor.
+fn host_array(v: &AnyView<'_>, what: &str) -> Result<Tensor> {
+    v.try_as().map_err(|_| {
+        Error::type_error(format!(
+            "{what} argument #1: expected a host array (a DLPack CPU tensor) but got {}",
+            v.type_name()
+        ))
+    })
+}
+
 register_global_packed!("session.CopyToWorker0", |a: &[AnyView<'_>]| {
     let [s, host, dst] = args(a, "session.CopyToWorker0")?;
-    let host: Tensor = host.try_as()?;
+    let host = host_array(host, "session.CopyToWorker0")?;
     let dst = DRef::from_arg(dst, "session.CopyToWorker0 argument #2")?;
     with_session(s, "session.CopyToWorker0", |s| {
         s.copy_to_worker_0(&host, &dst)
@@ -216,7 +226,7 @@ register_global_packed!("session.CopyToWorker0", |a: &[AnyView<'_>]| {
 
 register_global_packed!("session.CopyFromWorker0", |a: &[AnyView<'_>]| {
     let [s, host, src] = args(a, "session.CopyFromWorker0")?;
-    let host: Tensor = host.try_as()?;
+    let host = host_array(host, "session.CopyFromWorker0")?;
     let src = DRef::from_arg(src, "session.CopyFromWorker0 argument #2")?;
     with_session(s, "session.CopyFromWorker0", |s| {
         s.copy_from_worker_0(&host, &src)

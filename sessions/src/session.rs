@@ -2,7 +2,7 @@
 //! make a `Session`; the Python classes (and `RaySession`, over `SocketSession`) are thin layers
 //! over the `session.*` functions built on it.
 
-use crate::codec::Value;
+use crate::codec::{located, Value};
 use crate::controller::{Controller, Fds};
 use crate::dref::{DFunction, DModule, DRef};
 use crate::process::WorkerProgram;
@@ -127,8 +127,7 @@ pub(crate) fn call(ctl: &Arc<Controller>, f: &DRef, args: &[AnyView<'_>]) -> Res
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            Value::from_view(a, &object)
-                .map_err(|e| Error::new(&e.kind(), format!("argument #{i}: {}", e.message())))
+            Value::from_view(a, &object).map_err(|e| located(e, &format!("argument #{i}")))
         })
         .collect::<Result<Vec<_>>>()?;
     let func = f.register();

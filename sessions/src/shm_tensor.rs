@@ -100,6 +100,60 @@ impl Mapping {
         Ok(Mapping { ptr: p.cast(), len })
     }
 
+    /// New private memory of `len` bytes for a host tensor (zero-filled). From 2 MiB up it is
+    /// aligned to 2 MiB and advised for transparent huge pages: a fetched tensor is written
+    /// into fresh memory, and faulting it in 2 MiB pages instead of 4 KiB ones makes filling
+    /// 64 MiB 2-3x faster (the page faults, not the copy, were most of a fetch).
+    pub fn anonymous(len: usize) -> Result<Mapping> {
+        const HUGE: usize = 2 << 20;
+        if len == 0 {
+            return Ok(Mapping {
+                ptr: NonNull::<u8>::dangling().as_ptr(),
+                len: 0,
+            });
+        }
+        let slack = if len >= HUGE { HUGE } else { 0 };
+        let total = len
+            .checked_add(slack)
+            .ok_or_else(|| Error::value_error(format!("{len} bytes is too large to map")))?;
+        // SAFETY: a new private anonymous mapping; the kernel checks the rest.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
+        }
+        if slack == 0 {
+            return Ok(Mapping { ptr: p.cast(), len });
+        }
+        let base = p as usize;
+        let start = base.next_multiple_of(HUGE);
+        // SAFETY: both ranges lie inside the mapping just made and outside [start, start + len),
+        // the part kept; trimming them leaves exactly that part mapped. The advice is a hint
+        // on our own mapping (an error there only means 4 KiB pages).
+        unsafe {
+            if start > base {
+                libc::munmap(p, start - base);
+            }
+            let end = start + len;
+            if base + total > end {
+                libc::munmap(end as *mut c_void, base + total - end);
+            }
+            libc::madvise(start as *mut c_void, len, libc::MADV_HUGEPAGE);
+        }
+        Ok(Mapping {
+            ptr: start as *mut u8,
+            len,
+        })
+    }
+
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
@@ -229,8 +283,12 @@ pub fn open(fd: &OwnedFd, shape: &[i64], dtype: DataType, shared: bool) -> Resul
              which needs {len}"
         )));
     }
-    let map = Mapping::new(fd.as_fd(), len, shared)?;
-    let ptr = if len == 0 {
+    tensor_of(Mapping::new(fd.as_fd(), len, shared)?, shape, dtype)
+}
+
+/// A tensor of `shape` and `dtype` over `map` (which holds exactly its bytes), owning it.
+fn tensor_of(map: Mapping, shape: &[i64], dtype: DataType) -> Result<Tensor> {
+    let ptr = if map.is_empty() {
         std::ptr::null_mut()
     } else {
         map.as_ptr().cast::<c_void>()
@@ -306,12 +364,10 @@ impl SharedTensor {
 
     /// A new host tensor holding a copy of worker `rank`'s.
     pub fn read(&self, rank: usize) -> Result<Tensor> {
-        let t = Tensor::alloc_cpu(&self.shape, self.dtype)?;
-        // SAFETY: both hold `nbytes` bytes; the new tensor is ours alone.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.ptr(rank), t.element_ptr().cast(), self.nbytes)
-        };
-        Ok(t)
+        let map = Mapping::anonymous(self.nbytes)?;
+        // SAFETY: both hold `nbytes` bytes; the new mapping is ours alone.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr(rank), map.as_ptr(), self.nbytes) };
+        tensor_of(map, &self.shape, self.dtype)
     }
 }
 
@@ -332,6 +388,23 @@ mod tests {
         drop(fd);
         // Mapped tensors outlive the descriptor.
         assert_eq!(b.to_vec::<f32>().unwrap()[3], 4.0);
+    }
+
+    #[test]
+    fn large_fetched_tensors_are_huge_page_aligned_copies() {
+        let n = (3 << 20) / 4 + 5;
+        let (st, fds) = SharedTensor::create(1, &[n], DataType::int(32)).unwrap();
+        let w0 = open(&fds[0], &[n], DataType::int(32), true).unwrap();
+        // SAFETY: the slice is the only one alive.
+        unsafe { w0.as_mut_slice::<i32>().unwrap()[n as usize - 1] = 11 };
+        let got = st.read(0).unwrap();
+        assert_eq!(got.element_ptr() as usize % (2 << 20), 0);
+        let v = got.to_vec::<i32>().unwrap();
+        assert_eq!((v.len(), v[0], v[n as usize - 1]), (n as usize, 0, 11));
+        // A copy: later writes on the worker's side do not reach it.
+        // SAFETY: as above.
+        unsafe { w0.as_mut_slice::<i32>().unwrap()[0] = 5 };
+        assert_eq!(got.to_vec::<i32>().unwrap()[0], 0);
     }
 
     #[test]

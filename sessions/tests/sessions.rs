@@ -96,6 +96,14 @@ fn calls_by_name_with_every_argument_kind() {
         let e = err_of(echo.call(&[1i64.into(), f]));
         assert_eq!(e.kind(), "TypeError");
         assert!(e.message().starts_with("argument #1:"), "{}", e.message());
+        let f = Any::from(rffi_core::Function::from_typed(|| 1i64));
+        let nested = Any::from(rffi_core::Array::new(vec![Any::from(1i64), f]));
+        let e = err_of(echo.call(&[nested]));
+        assert!(
+            e.message().starts_with("argument #0[1]: a value of type"),
+            "{}",
+            e.message()
+        );
         s.sync().unwrap();
     }
 }

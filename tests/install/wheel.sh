@@ -2,7 +2,8 @@
 # The wheel as users get it: built by `pip wheel ./ffi-python`, checked with auditwheel (its
 # manylinux tag must be the one auditwheel derives), its contents (stripped binaries, headers,
 # CMake and pkg-config files, LICENSE, py3-none: one wheel for every CPython >= 3.9), an sdist
-# that builds, and the README's Python tour run as written from an empty folder in a fresh venv.
+# that installs with `pip install rffi-*.tar.gz`, and the README's Python tour run as written from
+# an empty folder in fresh venvs (one with the wheel, one with the sdist).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -67,8 +68,9 @@ echo "== an sdist that builds without the checkout (the workspace rides along in
 SDIST="$(ls "$T"/sdist/rffi-*.tar.gz)"
 tar tzf "$SDIST" >"$T/sdist.txt"
 grep -q "/rust/packaging/install_files.py" "$T/sdist.txt"
-"$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$T/from-sdist" "$SDIST"
-ls "$T"/from-sdist/rffi-*-py3-none-manylinux_*.whl
+echo "-- pip install $(basename "$SDIST"), in a fresh virtualenv"
+python3 -m venv "$T/sdist-venv"
+"$T/sdist-venv/bin/python" -m pip install -q --disable-pip-version-check "$SDIST" numpy
 
 echo "== the README's Python tour, from an empty folder, in a fresh virtualenv =="
 python3 -m venv "$T/venv"
@@ -82,4 +84,6 @@ open(sys.argv[2], "w", encoding="utf-8").write(code)
 PYEOF
 mkdir -p "$T/empty"
 (cd "$T/empty" && "$T/venv/bin/python" "$T/tour.py")
+echo "-- the same, installed from the sdist"
+(cd "$T/empty" && "$T/sdist-venv/bin/python" "$T/tour.py")
 echo "wheel tests: all passed"

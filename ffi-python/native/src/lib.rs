@@ -37,6 +37,9 @@ mod tensors;
 use cpython::*;
 use rffi_core::abi::RFFIHostApi;
 use std::ffi::{c_char, c_void};
+// Plain `catch_unwind` at every entry, not `rffi_core::error::catch_panic`: this library links
+// no runtime of its own (errors are the host's, made through its table), and a panic here becomes
+// a Python RuntimeError or a host error naming the entry.
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 

@@ -46,7 +46,7 @@ pub(crate) fn describe_arg(op: Op, pos: usize, is_out: bool) -> String {
     format!("{} (argument #{pos})", arg_name(op, pos, is_out))
 }
 
-fn is_number(v: &AnyView<'_>) -> bool {
+pub(crate) fn is_number(v: &AnyView<'_>) -> bool {
     matches!(v.type_index(), kRFFIInt | kRFFIFloat | kRFFIBool)
 }
 
@@ -224,11 +224,7 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
             }
             p.inputs.push((tensor_arg(op, args, 0, false)?, 0));
             if op.kind() == OpKind::Binary && is_number(&args[1]) {
-                p.scalar = Some(if args[1].type_index() == kRFFIFloat {
-                    Scalar::Float(args[1].try_as::<f64>()?)
-                } else {
-                    Scalar::Int(args[1].try_as::<i64>()?)
-                });
+                p.scalar = Some(scalar_arg(&args[1])?);
             } else {
                 p.inputs.push((tensor_arg(op, args, 1, false)?, 1));
             }
@@ -354,7 +350,16 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
     Ok(p)
 }
 
-fn check_scalar(op: Op, s: Scalar, dtype: DataType) -> Result<()> {
+/// A number operand (an int, a float or a bool) as a Scalar.
+pub(crate) fn scalar_arg(v: &AnyView<'_>) -> Result<Scalar> {
+    Ok(if v.type_index() == kRFFIFloat {
+        Scalar::Float(v.try_as::<f64>()?)
+    } else {
+        Scalar::Int(v.try_as::<i64>()?)
+    })
+}
+
+pub(crate) fn check_scalar(op: Op, s: Scalar, dtype: DataType) -> Result<()> {
     let is_int = dtype.code() == rffi_core::abi::kDLInt;
     match s {
         Scalar::Float(_) if is_int => Err(Error::type_error(format!(
@@ -595,6 +600,17 @@ pub fn is_non_overlapping(t: &Tensor) -> bool {
     true
 }
 
+/// Whether `out` shares memory with input `t` other than as the same elements in the same
+/// layout where the op may write in place (`in_place_ok`).
+pub(crate) fn overlaps_unsafely(t: &Tensor, out: &Tensor, in_place_ok: bool) -> bool {
+    match (byte_span(t), byte_span(out)) {
+        (Some((lo, hi)), Some((olo, ohi))) => {
+            lo < ohi && olo < hi && !(in_place_ok && same_layout(t, out))
+        }
+        _ => false,
+    }
+}
+
 /// Checks a destination: writable, the right shape, its elements distinct, and not overlapping an
 /// input unless the op allows writing in place over an identically laid out input.
 pub(crate) fn check_out(parsed: &Parsed, out: &Tensor, pos: usize, shape: &[i64]) -> Result<()> {
@@ -619,17 +635,8 @@ pub(crate) fn check_out(parsed: &Parsed, out: &Tensor, pos: usize, shape: &[i64]
         )));
     }
     let in_place_ok = op.in_place_ok();
-    let Some((olo, ohi)) = byte_span(out) else {
-        return Ok(());
-    };
     for (t, ipos) in parsed.all_inputs() {
-        let Some((lo, hi)) = byte_span(t) else {
-            continue;
-        };
-        if lo < ohi && olo < hi {
-            if in_place_ok && same_layout(t, out) {
-                continue;
-            }
+        if overlaps_unsafely(t, out, in_place_ok) {
             return Err(Error::value_error(format!(
                 "kernels.{op}: out (argument #{pos}) overlaps {} in memory{}; pass a separate \
                  output",

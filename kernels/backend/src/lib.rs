@@ -27,6 +27,7 @@ pub mod expr;
 mod introspect;
 mod op;
 mod registry;
+mod same_shape;
 mod settings;
 pub mod tune;
 

@@ -11,9 +11,9 @@ use crate::op::{self, Op, OpKind};
 use crate::settings::{self, ApiSettings, EnvSettings, ScopeGuard, ScopeSettings};
 use crate::tune::{TuneTable, TuneView};
 use rffi_core::device::device_type_name;
+use rffi_core::error::catch_panic;
 use rffi_core::{Any, AnyView, DataType, Device, Error, Result, Tensor};
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -28,20 +28,14 @@ pub(crate) struct Entry {
     tune: OnceLock<std::result::Result<TuneTable, String>>,
 }
 
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 impl Entry {
     /// The probe's result, running it once. A panicking probe (a library that cannot be loaded)
-    /// counts as unavailable with the panic's message.
+    /// counts as unavailable with the panic's message (caught quietly, as every rffi boundary
+    /// catches panics: `catch_panic`).
     pub fn availability(&self) -> &std::result::Result<Availability, String> {
         self.probe.get_or_init(|| {
-            catch_unwind(AssertUnwindSafe(|| (self.backend.probe)()))
-                .unwrap_or_else(|p| Err(format!("the probe panicked: {}", panic_text(p))))
+            catch_panic(|| (self.backend.probe)())
+                .unwrap_or_else(|e| Err(format!("the probe failed: {}", e.message())))
         })
     }
 
@@ -52,17 +46,9 @@ impl Entry {
                 .availability()
                 .as_ref()
                 .map_err(|e| format!("unavailable: {e}"))?;
-            match catch_unwind(AssertUnwindSafe(|| (self.backend.install)(avail))) {
-                Ok(Ok(impls)) => Ok(impls),
-                Ok(Err(e)) => Err(format!(
-                    "installing its implementations failed: {}",
-                    e.message()
-                )),
-                Err(p) => Err(format!(
-                    "installing its implementations panicked: {}",
-                    panic_text(p)
-                )),
-            }
+            catch_panic(|| (self.backend.install)(avail))
+                .and_then(|r| r)
+                .map_err(|e| format!("installing its implementations failed: {}", e.message()))
         })
     }
 
@@ -520,6 +506,9 @@ impl Registry {
     /// Calls `op` with packed arguments (what `kernels.<op>` does). Returns the new output in the
     /// allocating form and None in the destination-passing form.
     pub fn call(&self, op: Op, args: &[AnyView<'_>]) -> Result<Any> {
+        if let Some(r) = self.call_same_shape(op, args) {
+            return r;
+        }
         let parsed = args::parse(op, args)?;
         let (entry, imp) = self.resolve_cached(op, parsed.device, parsed.dtype)?;
         let shape = parsed.output_shape()?;
@@ -571,11 +560,10 @@ impl Registry {
             p.inputs.iter().map(|(t, _)| t.clone()).collect()
         };
         let arch = entry.arch_of(device);
-        let call = OpCall {
+        let parts = crate::same_shape::CallParts {
             op: p.op,
             device,
             dtype: p.dtype,
-            arch,
             inputs: &inputs,
             scalar: p.scalar,
             axes: &p.axes,
@@ -584,11 +572,8 @@ impl Registry {
             weight: p.weight.as_ref().map(|(t, _)| t),
             bias: p.bias.as_ref().map(|(t, _)| t),
             gelu: p.gelu,
-            out: &out,
-            stream,
-            tune: TuneView::new(tune, arch),
         };
-        let r = f(&call)?;
+        let r = f(&parts.into_call(arch, &out, stream, TuneView::new(tune, arch)))?;
         Ok((out, allocated, r))
     }
 

@@ -63,6 +63,9 @@ pub struct TuneTable {
     pub arch: HashMap<String, Layer>,
     /// Where the files came from, for `describe()`.
     pub source: String,
+    /// Unique to this table in the process (never reused), so that a kernel may remember what
+    /// it derived from the table (`TuneView::id`).
+    pub id: u64,
 }
 
 fn int_of(v: &Value, what: &str) -> Result<i64, String> {
@@ -204,8 +207,10 @@ impl TuneTable {
     /// Builds a backend's table from `(file name, text)` pairs: `default.json` is the backend
     /// layer, `<arch>.json` an arch layer.
     pub fn from_files(files: &[(String, String)], source: String) -> Result<TuneTable, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let mut t = TuneTable {
             source,
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             ..TuneTable::default()
         };
         for (name, text) in files {
@@ -268,6 +273,15 @@ impl<'a> TuneView<'a> {
             table: Some(table),
             arch,
         }
+    }
+
+    /// What identifies this view's configs: the table's `id` (0 for none) and the arch's address
+    /// (the arch string lives as long as the table). Equal identities see equal configs.
+    pub fn id(&self) -> (u64, usize) {
+        (
+            self.table.map_or(0, |t| t.id),
+            self.arch.map_or(0, |a| a.as_ptr() as usize),
+        )
     }
 
     /// The configs for `key` from the highest layer that has it (empty: use the built-in default).

@@ -178,18 +178,57 @@ fn probes_run_once_at_first_use_and_failures_fall_through() {
     );
 }
 
+/// A panicking probe or implementation table makes its backend unavailable with the panic's
+/// message, and prints nothing: the registry catches panics the way every rffi boundary does
+/// (`catch_panic`). The checks run in a child process (this test again), whose stderr shows
+/// whether anything was printed.
 #[test]
 fn a_panicking_probe_is_an_unavailable_backend() {
+    const CHILD: &str = "RFFI_KERNELS_PANIC_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "a_panicking_probe_is_an_unavailable_backend"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+        return;
+    }
     let reg = Registry::with_env(env(&[]));
     reg.register_backend(cpu_fallback()).unwrap();
     reg.register_backend(filler("broken", 10, 2.0, &[F32]).probe(|| panic!("libfoo.so not found")))
         .unwrap();
+    reg.register_backend(
+        Backend::new("no-table", &[kDLCPU])
+            .priority(5)
+            .implementations(|_| panic!("no kernel table")),
+    )
+    .unwrap();
     assert_eq!(add(&reg).unwrap(), 1.0);
     let d = reg.describe();
-    assert!(d["backends"][0]["reason"]
+    let backend = |name: &str| {
+        d["backends"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let reason = backend("broken")["reason"].as_str().unwrap().to_owned();
+    assert_eq!(reason, "the probe failed: panic: libfoo.so not found");
+    let impls = backend("no-table")["implementations"]
         .as_str()
         .unwrap()
-        .contains("libfoo.so not found"));
+        .to_owned();
+    assert_eq!(
+        impls,
+        "installing its implementations failed: panic: no kernel table"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! int32 and int64 for add, sub and mul (wrapping, as PyTorch and numpy do).
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 // DLPack constants keep their C names (`kDLCPU`).
 #![allow(non_upper_case_globals)]
 

@@ -5,27 +5,16 @@
 
 use crate::source::{dt_of, module_source, Dt, Family};
 use cudarc::driver::{result, sys};
+use rffi_core::error::catch_panic;
 use rffi_core::{DataType, Device, Error, Result};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, OnceLock};
 
-/// Runs `f`, turning a panic (a missing library or symbol in cudarc) into an error.
+/// Runs `f`, turning a panic (a missing library or symbol in cudarc) into an error, quietly, the
+/// way every rffi boundary does (`catch_panic`).
 pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::runtime_error(format!(
-                "kernels (cuda): {what}: {msg}"
-            )))
-        }
-    }
+    catch_panic(f).unwrap_or_else(|e| Err(e.context(&format!("kernels (cuda): {what}"))))
 }
 
 /// A driver error as an rffi error naming what failed.
@@ -43,27 +32,18 @@ pub fn err(what: &str, e: result::DriverError) -> Error {
 
 /// Whether libcuda can be loaded (no driver call is made).
 pub fn driver_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: only tries to dlopen the library.
-        unsafe { sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: only tries to dlopen the library.
+    catch_panic(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
 }
 
 pub fn nvrtc_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: as above.
-        unsafe { cudarc::nvrtc::sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: as above.
+    catch_panic(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
 }
 
 pub fn cublas_present() -> bool {
-    catch_unwind(|| {
-        // SAFETY: as above.
-        unsafe { cudarc::cublas::sys::is_culib_present() }
-    })
-    .unwrap_or(false)
+    // SAFETY: as above.
+    catch_panic(|| unsafe { cudarc::cublas::sys::is_culib_present() }).unwrap_or(false)
 }
 
 /// What the probe learns about one device.
@@ -111,26 +91,37 @@ struct DeviceState {
     info: DevInfo,
 }
 
-fn devices() -> &'static Mutex<HashMap<i32, &'static DeviceState>> {
-    static D: OnceLock<Mutex<HashMap<i32, &'static DeviceState>>> = OnceLock::new();
-    D.get_or_init(Default::default)
-}
+/// Devices by ordinal: read without a lock once set (every call reads its device's state).
+const MAX_DEVICES: usize = 64;
+static DEVICES: [OnceLock<DeviceState>; MAX_DEVICES] = [const { OnceLock::new() }; MAX_DEVICES];
 
 fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
-    let mut map = devices().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = map.get(&ordinal) {
+    let slot = usize::try_from(ordinal)
+        .ok()
+        .and_then(|i| DEVICES.get(i))
+        .ok_or_else(|| {
+            Error::value_error(format!(
+                "kernels (cuda): device ordinal {ordinal} is outside 0..{MAX_DEVICES}"
+            ))
+        })?;
+    if let Some(s) = slot.get() {
+        return Ok(s);
+    }
+    // One thread retains the context; the others wait and read what it stored.
+    static INIT: Mutex<()> = Mutex::new(());
+    let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = slot.get() {
         return Ok(s);
     }
     let dev = result::device::get(ordinal).map_err(|e| err("cuDeviceGet", e))?;
     // SAFETY: a valid device; the retained context is kept for the process's lifetime.
     let ctx = unsafe { result::primary_ctx::retain(dev) }
         .map_err(|e| err("cuDevicePrimaryCtxRetain", e))?;
-    let state: &'static DeviceState = Box::leak(Box::new(DeviceState {
+    let info = device_info(ordinal)?;
+    Ok(slot.get_or_init(|| DeviceState {
         ctx: Handle(ctx),
-        info: device_info(ordinal)?,
-    }));
-    map.insert(ordinal, state);
-    Ok(state)
+        info,
+    }))
 }
 
 pub fn sm_count(ordinal: i32) -> Result<i32> {
@@ -142,6 +133,13 @@ pub fn sm_count(ordinal: i32) -> Result<i32> {
 pub struct ContextGuard {
     /// The context to make current again (possibly none), when entering switched.
     restore: Option<Handle<sys::CUcontext>>,
+}
+
+impl ContextGuard {
+    /// Whether leaving restores anything (a guard that does not can be dropped at once).
+    pub fn switched(&self) -> bool {
+        self.restore.is_some()
+    }
 }
 
 impl ContextGuard {
@@ -167,7 +165,7 @@ impl ContextGuard {
 impl Drop for ContextGuard {
     fn drop(&mut self) {
         if let Some(prev) = self.restore {
-            let _ = catch_unwind(|| {
+            let _ = catch_panic(|| {
                 // SAFETY: the context that was current before (or none).
                 unsafe { result::ctx::set_current(prev.0) }
             });
@@ -241,6 +239,83 @@ pub fn function(
     family: Family,
     name: &'static str,
 ) -> Result<sys::CUfunction> {
+    Ok(kernel(device, dtype, family, name, 0)?.0)
+}
+
+/// One remembered kernel: the key (device, dtype, family, the name's address and length), its
+/// handle, and its resident blocks an SM at `block` threads.
+#[derive(Copy, Clone)]
+struct Slot {
+    device: i32,
+    dtype: DataType,
+    family: Family,
+    name: (usize, usize),
+    f: Handle<sys::CUfunction>,
+    block: u32,
+    resident: u32,
+}
+
+const SLOTS: usize = 64;
+
+thread_local! {
+    /// Per thread, direct-mapped by the name's address: a call finds its kernel with a few
+    /// comparisons, no lock and no hashing of the name.
+    static KERNELS: [std::cell::Cell<Option<Slot>>; SLOTS] =
+        const { [const { std::cell::Cell::new(None) }; SLOTS] };
+}
+
+/// `function`, and how many blocks of `block` threads an SM holds at once (0 when `block` is
+/// 0): a grid-stride kernel launched with that many blocks an SM runs in one wave.
+pub fn kernel(
+    device: Device,
+    dtype: DataType,
+    family: Family,
+    name: &'static str,
+    block: u32,
+) -> Result<(sys::CUfunction, u32)> {
+    let key = (name.as_ptr() as usize, name.len());
+    let at = (key.0 >> 3 ^ key.0 >> 9 ^ device.index() as usize) % SLOTS;
+    let hit = KERNELS
+        .try_with(|k| k[at].get())
+        .ok()
+        .flatten()
+        .filter(|s| {
+            s.name == key && s.device == device.index() && s.dtype == dtype && s.family == family
+        });
+    if let Some(s) = hit.filter(|s| s.block == block) {
+        return Ok((s.f.0, s.resident));
+    }
+    let f = match hit {
+        Some(s) => s.f.0,
+        None => load_function(device, dtype, family, name)?,
+    };
+    let resident = if block == 0 {
+        0
+    } else {
+        // SAFETY: a loaded function; no dynamic shared memory.
+        unsafe { result::occupancy::max_active_block_per_multiprocessor(f, block as i32, 0) }
+            .map_err(|e| err("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?
+            .max(1) as u32
+    };
+    let slot = Slot {
+        device: device.index(),
+        dtype,
+        family,
+        name: key,
+        f: Handle(f),
+        block,
+        resident,
+    };
+    let _ = KERNELS.try_with(|k| k[at].set(Some(slot)));
+    Ok((f, resident))
+}
+
+fn load_function(
+    device: Device,
+    dtype: DataType,
+    family: Family,
+    name: &'static str,
+) -> Result<sys::CUfunction> {
     let dt = dt_of(dtype)
         .ok_or_else(|| Error::type_error(format!("kernels (cuda): no kernels for {dtype}")))?;
     let m = module(device.index(), &dt, family)?;
@@ -292,7 +367,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let (ptr, stream) = (self.ptr, self.stream);
-        let _ = catch_unwind(move || {
+        let _ = catch_panic(move || {
             // SAFETY: allocated on this stream; freed after the work queued on it.
             unsafe { result::free_async(ptr, stream) }
         });
@@ -309,7 +384,7 @@ pub fn alloc_output(bytes: usize, device: Device) -> Result<(u64, Box<dyn FnOnce
         let ctx = state.ctx;
         let release = Box::new(move || {
             let ctx = ctx;
-            let _ = catch_unwind(move || {
+            let _ = catch_panic(move || {
                 // SAFETY: free the buffer in its own context (the deleter may run on any thread).
                 unsafe {
                     let prev = result::ctx::get_current().ok().flatten();

@@ -16,12 +16,16 @@
 //! tuning configs) before launching it; `kernels.explain` shows the plan.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 // DLPack constants keep their C names (`kDLCUDA`).
 #![allow(non_upper_case_globals)]
 
 mod blas;
 mod driver;
+// Implementation modules, hidden from the docs: the API is `backend()` and `probe()`.
+#[doc(hidden)]
 pub mod ops;
+#[doc(hidden)]
 pub mod source;
 
 use driver::{guarded, ContextGuard};
@@ -178,7 +182,15 @@ pub fn backend() -> Backend {
         .tune_file("sm_90.json", include_str!("../../tune/cuda/sm_90.json"))
         .probe(probe)
         .implementations(|_| Ok(implementations()))
-        .device_guard(|device| Ok(Box::new(ContextGuard::enter(device)?) as GuardToken))
+        .device_guard(|device| {
+            let guard = ContextGuard::enter(device)?;
+            // The common case restores nothing: a token of no size, so no allocation.
+            Ok(if guard.switched() {
+                Box::new(guard) as GuardToken
+            } else {
+                Box::new(())
+            })
+        })
         .allocator(|shape, dtype, device, _stream| {
             let bytes = shape.iter().product::<i64>().max(0) as usize * dtype.bytes_per_element();
             let (ptr, release) = driver::alloc_output(bytes, device)?;

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The CUDA kernels on a GPU machine, against a build staged elsewhere (kernels/tests/gpu/stage.sh):
 #   kernels/tests/gpu/run.sh DIR [--no-bench] [bench arguments]
-# Runs the Python GPU tests (against torch), the public shape suite (bench/gpu/shapes.py), then
-# the Rust CUDA tests (every kernel against the CPU backend), printing each stage's summary.
+# Runs the public shape suite (bench/gpu/shapes.py), the launch-overhead bench
+# (bench/gpu/launch.py), the Python GPU tests (against torch), the Rust CUDA tests (every kernel
+# against the CPU backend), then the suite's parts again under each tuning variant staged in
+# DIR/tune-* (bench/gpu/variants.py), printing each stage's summary.
 # Logs and tables go to $OUT (or /tmp). Each stage runs under a time limit (seconds):
-# RFFI_GPU_PYTEST_S (600), RFFI_GPU_BENCH_S (900), RFFI_GPU_RUST_S per test binary (300), so
+# RFFI_GPU_PYTEST_S (600), RFFI_GPU_BENCH_S (900), RFFI_GPU_LAUNCH_S (120), RFFI_GPU_VARIANT_S
+# per variant (120), RFFI_GPU_RUST_S per test binary (300), so
 # one stage that hangs cannot take the others' output with it.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
@@ -20,10 +23,6 @@ cd "$ROOT"
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
 status=0
-echo "== pytest kernels/tests/gpu"
-timeout "${RFFI_GPU_PYTEST_S:-600}" python3 -m pytest -q -p no:cacheprovider --maxfail=30 \
-    kernels/tests/gpu >"$OUT/pytest-gpu.log" 2>&1 || status=1
-grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest-gpu.log" | tail -40
 if [ "$BENCH" = 1 ]; then
   echo "== bench/gpu/shapes.py"
   timeout "${RFFI_GPU_BENCH_S:-900}" python3 bench/gpu/shapes.py --out "$OUT" "$@" \
@@ -33,10 +32,33 @@ if [ "$BENCH" = 1 ]; then
   if grep -q '^copy limit' "$OUT/bench.log"; then sed -n '/^copy limit/,$p' "$OUT/bench.log"
   else tail -80 "$OUT/bench.log"; fi
 fi
-# The Rust tests last: they compile every module of every dtype, the longest stage.
+# Launch overhead of a tiny op from Python, against torch (bench/gpu/launch.py).
+echo "== bench/gpu/launch.py"
+timeout "${RFFI_GPU_LAUNCH_S:-120}" python3 bench/gpu/launch.py --out "$OUT" >"$OUT/launch.log" 2>&1 ||
+  status=1
+tail -12 "$OUT/launch.log"
+echo "== pytest kernels/tests/gpu"
+timeout "${RFFI_GPU_PYTEST_S:-600}" python3 -m pytest -q -p no:cacheprovider --maxfail=30 \
+    --durations=10 kernels/tests/gpu/test_shapes_torch.py kernels/tests/gpu/test_kernels_cuda.py \
+    >"$OUT/pytest-gpu.log" 2>&1 || status=1
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest-gpu.log" | tail -40
+# The Rust tests: every kernel against the CPU backend.
 for t in "$BUILD"/test-*; do
   echo "== $(basename "$t")"
   timeout "${RFFI_GPU_RUST_S:-300}" "$t" --test-threads=1 >"$OUT/$(basename "$t").log" 2>&1 || status=1
   grep -E -A2 "^test .*FAILED|test result|panicked" "$OUT/$(basename "$t").log" | grep -v "^--" | head -30
 done
+# Tuning variants staged by bench/gpu/variants.py: the parts of the suite they concern, again.
+if [ "$BENCH" = 1 ]; then
+  for d in "$BUILD"/tune-*; do
+    [ -d "$d" ] || continue
+    name="$(basename "$d")"
+    echo "== $name: bench/gpu/shapes.py --only $(cat "$d/ONLY")"
+    mkdir -p "$OUT/$name"
+    RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_S:-120}" python3 bench/gpu/shapes.py \
+        --only "$(cat "$d/ONLY")" --out "$OUT/$name" >"$OUT/$name/bench.log" 2>&1 || status=1
+    grep -E "MISMATCH|Error" "$OUT/$name/bench.log" | head -5
+    grep -E "^\| " "$OUT/$name/bench.log" | tail -n +3
+  done
+fi
 exit $status

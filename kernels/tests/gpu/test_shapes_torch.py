@@ -172,6 +172,12 @@ def test_softmax_other_axes_and_masks():
     x = rand((300, 7, 5), torch.float32, -8, 8, seed=12)
     for axis in [0, 1]:
         check(K.softmax(x, axis), x.double().softmax(axis), torch.float32, f"axis {axis}")
+    # Rows of one element: 1, or NaN where x is infinite or NaN (as torch).
+    special = [[1.5], [float("inf")], [float("-inf")], [float("nan")], [-3.0]]
+    one = torch.tensor(special, device="cuda")
+    got, want = T(K.softmax(one)), one.softmax(-1)
+    assert torch.equal(got.isnan(), want.isnan()), got
+    assert torch.equal(got[~got.isnan()], want[~want.isnan()]), got
     m = rand((8, 4096), torch.bfloat16, -8, 8, seed=13)
     m[:, ::3] = float("-inf")
     m[5] = float("-inf")

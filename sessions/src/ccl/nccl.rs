@@ -11,21 +11,15 @@
 use super::{elem_size, Kind, Op, Plan};
 use cudarc::driver::CudaContext;
 use cudarc::nccl::{result, sys};
+use rffi_core::error::catch_panic;
 use rffi_core::{DataType, Device, Error, Result, Tensor};
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// Runs `f`, turning a panic (cudarc panics when a library or a symbol is missing) into an error.
+/// Runs `f`, turning a panic (cudarc panics when a library or a symbol is missing) into an error,
+/// quietly, the way every rffi boundary does (`catch_panic`).
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(Error::runtime_error(format!("{what}: {msg}")))
-    })
+    catch_panic(f).unwrap_or_else(|e| Err(e.context(what)))
 }
 
 fn library_error(lib: &str, what: &str) -> Error {
@@ -39,12 +33,12 @@ fn library_error(lib: &str, what: &str) -> Error {
 /// Whether the CUDA driver and NCCL libraries can be loaded; an error naming the missing one.
 pub fn check_libraries(what: &str) -> Result<()> {
     // SAFETY: these only try to dlopen the libraries.
-    let driver = catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    let driver = catch_panic(|| unsafe { cudarc::driver::sys::is_culib_present() });
     if !driver.unwrap_or(false) {
         return Err(library_error("cuda", what));
     }
     // SAFETY: as above.
-    let nccl = catch_unwind(|| unsafe { sys::is_culib_present() });
+    let nccl = catch_panic(|| unsafe { sys::is_culib_present() });
     if !nccl.unwrap_or(false) {
         return Err(library_error("nccl", what));
     }
@@ -260,7 +254,7 @@ impl GpuBinding {
     pub fn bind(device: i32) -> Result<GpuBinding> {
         let what = "placing a worker on a GPU";
         // SAFETY: only tries to dlopen the library.
-        let present = catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+        let present = catch_panic(|| unsafe { cudarc::driver::sys::is_culib_present() });
         if !present.unwrap_or(false) {
             return Err(Error::runtime_error(format!(
                 "{what}: the CUDA driver library could not be loaded (looked for {})",

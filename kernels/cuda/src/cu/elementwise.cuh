@@ -184,9 +184,13 @@ __device__ __forceinline__ C gelu_tanh(C x) {
 // NaN stays NaN (x < 0 is false for NaN), as in PyTorch.
 #define OP_RELU(x) ((x) < (C)0 ? (C)0 : (x))
 #define OP_EXP(x) FEXP(x)
+// softmax over rows of one element: exp(x - x) / exp(x - x) is 1 for finite x and NaN for
+// infinite or NaN x, which 1 + (x - x) gives exactly.
+#define OP_SOFTMAX1(x) ((C)1 + ((x) - (x)))
 BINARY(div, OP_DIV)
 UNARY(relu, OP_RELU)
 UNARY(exp, OP_EXP)
 UNARY(gelu, gelu_erf)
 UNARY(gelu_tanh, gelu_tanh)
+UNARY(softmax1, OP_SOFTMAX1)
 #endif

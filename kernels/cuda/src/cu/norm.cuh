@@ -16,21 +16,23 @@ __device__ __forceinline__ C norm_one(C v, C mean, C rstd, const T* w, const T* 
   return z;
 }
 
-// Pack k (elements k VEC ...) of the output; weight and bias as packs when `wvec`.
-__device__ __forceinline__ Pack norm_pack(const C* v, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb, int wvec) {
+// Pack k (elements k VEC ...) of the output from x's pack xq; weight and bias as packs when
+// `wvec`. The rows stay in registers as x's own packs (half the registers of floats for 16-bit
+// types), converted where used.
+__device__ __forceinline__ Pack norm_pack(const Pack& xq, C mean, C rstd, const T* w, const T* b, i64 k, i64 sw, i64 sb, int wvec) {
   Pack q;
   if (wvec) {
     Pack wq, bq;
     if (w) wq = ((const Pack*)w)[k];
     if (b) bq = ((const Pack*)b)[k];
     _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
-      C z = (v[j] - mean) * rstd;
+      C z = (ld(xq.v[j]) - mean) * rstd;
       if (w) z *= ld(wq.v[j]);
       if (b) z += ld(bq.v[j]);
       q.v[j] = st(z);
     }
   } else {
-    _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(norm_one(v[j], mean, rstd, w, b, k * VEC + j, sw, sb));
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(norm_one(ld(xq.v[j]), mean, rstd, w, b, k * VEC + j, sw, sb));
   }
   return q;
 }
@@ -45,19 +47,22 @@ template <int N, int OPK> __device__ __forceinline__ void norm_warp(u64 px, u64 
     if (live) row_start(L, r, ox, oo);
     const Pack* x = (const Pack*)((const T*)px + ox);
     Pack* o = (Pack*)((T*)po + oo);
-    C v[N][VEC], s = 0;
+    Pack v[N];
+    C s = 0;
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
       i64 k = lane + p * 32;
-      Pack q;
-      if (live && k < nv) q = x[k];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = (live && k < nv) ? ld(q.v[j]) : (C)0; s += v[p][j]; }
+      if (live && k < nv) v[p] = x[k];
+    }
+    _Pragma("unroll") for (int p = 0; p < N; ++p) {
+      bool ok = live && lane + p * 32 < nv;
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) s += ok ? ld(v[p].v[j]) : (C)0;
     }
     C mean = 0;
     if (OPK == 0) mean = warp_sum(s) / (C)len;
     C q2 = 0;
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
       bool ok = live && lane + p * 32 < nv;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ok ? v[p][j] - mean : (C)0; q2 += d * d; }
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { C d = ok ? ld(v[p].v[j]) - mean : (C)0; q2 += d * d; }
     }
     C rstd = RSQRT(warp_sum(q2) / (C)len + (C)eps);
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
@@ -79,14 +84,16 @@ template <int PK, int OPK> __device__ __forceinline__ void norm_block(u64 px, u6
     const Pack* x = (const Pack*)((const T*)px + ox);
     Pack* o = (Pack*)((T*)po + oo);
     const C shift = OPK == 0 ? ld(((const T*)px)[ox]) : (C)0;
-    C v[PK][VEC], s = 0, q2 = 0;
+    Pack v[PK];
+    C s = 0, q2 = 0;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
-      Pack q;
-      if (k < nv) q = x[k];
+      if (k < nv) v[p] = x[k];
+    }
+    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
-        v[p][j] = k < nv ? ld(q.v[j]) : shift;
-        C d = v[p][j] - shift;
+        C d = ok ? ld(v[p].v[j]) - shift : (C)0;
         s += d;
         q2 += d * d;
       }

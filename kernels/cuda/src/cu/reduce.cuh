@@ -81,6 +81,23 @@ template <int R> __device__ __forceinline__ void store_result(u64 po, i64 oo, Ac
   ((T*)po)[oo] = st((C)v);
 }
 
+// Merges a pack of elements (indices i0 ...) into a. argmax first finds the pack's own maximum
+// and its first position (NaN largest; among equals the first stays), then merges once: the
+// index arithmetic and the merge's tie rules run once a pack, not once an element.
+template <int R> __device__ __forceinline__ void merge_pack(Acc& a, const Pack& q, i64 i0) {
+  if (R != 4) {
+    _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a, (ACC)ld(q.v[j]), i0 + j);
+    return;
+  }
+  ACC m = (ACC)ld(q.v[0]);
+  int mj = 0;
+  _Pragma("unroll") for (int j = 1; j < VEC; ++j) {
+    ACC x = (ACC)ld(q.v[j]);
+    if (x > m || (is_nan(x) && !is_nan(m))) { m = x; mj = j; }
+  }
+  acc_merge<R>(a, m, i0 + mj);
+}
+
 // Folds elements [lo, hi) of a run of stride rs at x (index base + k) with `lanes` threads
 // numbered `lane`; 16-byte packs where the run is contiguous.
 template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
@@ -94,13 +111,9 @@ template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i6
     for (; k + 3 * lanes < np; k += 4 * lanes) {
       Pack q[4];
       _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = pp[k + u * lanes];
-      _Pragma("unroll") for (int u = 0; u < 4; ++u)
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a, (ACC)ld(q[u].v[j]), base + p0 + (k + u * lanes) * VEC + j);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) merge_pack<R>(a, q[u], base + p0 + (k + u * lanes) * VEC);
     }
-    for (; k < np; k += lanes) {
-      Pack q = pp[k];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a, (ACC)ld(q.v[j]), base + p0 + k * VEC + j);
-    }
+    for (; k < np; k += lanes) merge_pack<R>(a, pp[k], base + p0 + k * VEC);
     for (i64 t = p0 + np * VEC + lane; t < hi; t += lanes) acc_merge<R>(a, (ACC)ld(x[t]), base + t);
     return;
   }

@@ -277,3 +277,80 @@ SOFTMAX_BLOCK(1)
 SOFTMAX_BLOCK(2)
 SOFTMAX_BLOCK(4)
 SOFTMAX_BLOCK(8)
+
+// Short rows stored back to back (row stride = len in x and out): a block stages a tile of R
+// whole rows, R * len contiguous elements, in shared memory with 16-byte loads whatever the rows'
+// own alignment, G lanes a row compute from there (N elements a lane), and the tile goes back
+// with 16-byte stores. Many packs are in flight per thread, unlike a lane per few elements read
+// straight from memory. Shared element of global element g: g - e0 + mis (mis: x + e0's elements
+// past a 16-byte boundary), so whole packs of x land on whole packs of the tile.
+#define TILE_ELEMS (32768 / (int)sizeof(T))
+template <int G, int N> __device__ __forceinline__ void softmax_tile(u64 px, u64 po, i64 rows, i64 len, i64 R) {
+  __shared__ __align__(16) T sh[TILE_ELEMS + VEC];
+  const T* x = (const T*)px; T* o = (T*)po;
+  const i64 tiles = (rows + R - 1) / R;
+  const int lane = threadIdx.x & (G - 1), per = blockDim.x / G, first = threadIdx.x / G;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 r0 = t * R, nr = rows - r0 < R ? rows - r0 : R;
+    const i64 e0 = r0 * len, e1 = e0 + nr * len;
+    const int mis = (int)(((u64)(x + e0) / sizeof(T)) % VEC);
+    {
+      const i64 head = peel(x, e0, e1), p0 = e0 + head, np = (e1 - p0) / VEC;
+      for (i64 k = e0 + threadIdx.x; k < p0; k += blockDim.x) sh[k - e0 + mis] = x[k];
+      const Pack* xp = (const Pack*)(x + p0);
+      Pack* sp = (Pack*)(sh + (p0 - e0 + mis));
+      for (i64 k = threadIdx.x; k < np; k += blockDim.x) sp[k] = xp[k];
+      for (i64 k = p0 + np * VEC + threadIdx.x; k < e1; k += blockDim.x) sh[k - e0 + mis] = x[k];
+    }
+    __syncthreads();
+    for (i64 i0 = 0; i0 < nr; i0 += per) {
+      const i64 i = i0 + first;
+      const bool live = i < nr;
+      T* row = sh + mis + (live ? i : 0) * len;
+      C v[N], m = NEG_INF;
+      _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        const i64 k = lane + j * G;
+        v[j] = (live && k < len) ? ld(row[k]) : NEG_INF;
+        m = v[j] > m || v[j] != v[j] ? v[j] : m;
+      }
+      m = warp_max(m, G);
+      C s = 0;
+      _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        const i64 k = lane + j * G;
+        v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
+        s += v[j];
+      }
+      s = warp_sum(s, G);
+      const C inv = (C)1 / s;
+      _Pragma("unroll") for (int j = 0; j < N; ++j) {
+        const i64 k = lane + j * G;
+        if (live && k < len) row[k] = st(v[j] * inv);
+      }
+    }
+    __syncthreads();
+    if ((int)(((u64)(o + e0) / sizeof(T)) % VEC) == mis) {
+      const i64 head = peel(o, e0, e1), p0 = e0 + head, np = (e1 - p0) / VEC;
+      for (i64 k = e0 + threadIdx.x; k < p0; k += blockDim.x) o[k] = sh[k - e0 + mis];
+      Pack* op = (Pack*)(o + p0);
+      const Pack* sp = (const Pack*)(sh + (p0 - e0 + mis));
+      for (i64 k = threadIdx.x; k < np; k += blockDim.x) st_stream(op + k, *(const U4*)&sp[k]);
+      for (i64 k = p0 + np * VEC + threadIdx.x; k < e1; k += blockDim.x) o[k] = sh[k - e0 + mis];
+    } else {
+      for (i64 k = e0 + threadIdx.x; k < e1; k += blockDim.x) o[k] = sh[k - e0 + mis];
+    }
+    __syncthreads();
+  }
+}
+
+#define SOFTMAX_TILE(G, N) \
+extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N>(px, po, rows, len, R); }
+SOFTMAX_TILE(1, 2)
+SOFTMAX_TILE(1, 4)
+SOFTMAX_TILE(1, 8)
+SOFTMAX_TILE(2, 8)
+SOFTMAX_TILE(4, 8)
+SOFTMAX_TILE(8, 8)
+SOFTMAX_TILE(16, 8)
+SOFTMAX_TILE(32, 8)
+SOFTMAX_TILE(32, 16)
+SOFTMAX_TILE(32, 32)

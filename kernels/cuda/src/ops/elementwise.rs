@@ -4,11 +4,14 @@
 //! Forms: `vec` (every operand contiguous and 16-byte aligned: packs, four in flight per thread),
 //! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division),
 //! `strided` (64-bit offsets). Broadcast operands arrive as stride-0 views and are read in
-//! place. The grid is the SM count times `blocks_per_sm` at most (the loops are grid-stride).
+//! place. The loops are grid-stride: the packed forms (`vec`, `bcast`) launch a block per tile
+//! of work by default (`vec_blocks_per_sm`, `vec_waves`: 0, no cap), the strided forms at most
+//! `blocks_per_sm` blocks an SM and one wave of the blocks the SMs hold at once (`waves`).
 
-use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Lay, Lay32, Tuned};
-use crate::driver::{function, launch};
+use super::{arg, dt, explanation, ptr, sms, stream, Launch, Lay, Lay32, Tuned};
+use crate::driver::{self, launch};
 use crate::source::{Compute, Family};
+use cudarc::driver::sys;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Gelu, Op, OpCall, Scalar};
 use std::ffi::c_void;
@@ -23,7 +26,7 @@ pub enum Form {
 }
 
 /// The kernel of op `name` in `form` (static names: no string work per call).
-fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
+pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
     macro_rules! table {
         ($($n:literal),*) => {
             match (name, scalar, form) {
@@ -49,6 +52,7 @@ fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
         "exp",
         "gelu",
         "gelu_tanh",
+        "softmax1",
         "copy"
     )
 }
@@ -67,45 +71,8 @@ fn op_name(call: &OpCall<'_>) -> &'static str {
     }
 }
 
-/// The launch of an elementwise kernel over `n` elements in `form` (`vec`: elements a pack).
-pub fn plan(
-    name: &str,
-    scalar: bool,
-    n: u64,
-    form: Form,
-    vec: u64,
-    sms: i64,
-    tuned: &Tuned<'_>,
-) -> (Launch, String) {
-    let threads = tuned.get("threads", 256).clamp(32, 1024) as u64;
-    let cap = (sms * tuned.get("blocks_per_sm", 8).max(1)) as u64;
-    let (work, why) = match form {
-        Form::Vec => (
-            n.cdiv(vec).cdiv(4),
-            format!(
-                "contiguous 16-byte aligned operands: {vec}-element packs, 4 a thread per step"
-            ),
-        ),
-        Form::Bcast => (
-            n.cdiv(vec).cdiv(4),
-            format!(
-                "a broadcast operand (a row, a column or one value) over rows of whole \
-                 {vec}-element packs: 16-byte loads, the pack's row by multiply-high division"
-            ),
-        ),
-        Form::Strided32 => (
-            n,
-            "strided, transposed or broadcast operands: 32-bit offsets".to_owned(),
-        ),
-        Form::Strided => (n, "strided operands with offsets beyond 32 bits".to_owned()),
-    };
-    let blocks = work.cdiv(threads).clamp(1, cap.max(1));
-    let why = format!("{why}; grid at most {cap} blocks ({sms} SMs x blocks_per_sm)");
-    (
-        Launch::new(kernel(name, scalar, form), blocks, threads),
-        why,
-    )
-}
+use super::grid::launch_params;
+pub use super::grid::{plan, Params, Why};
 
 /// `struct Bc` of the kernels: rows of `cv` packs, each operand's mode and stride.
 #[repr(C)]
@@ -207,36 +174,64 @@ impl ScalarArg {
 /// The launch of `call` and what the kernel needs besides the pointers.
 struct Prepared {
     launch: Launch,
+    params: Params,
     form: Form,
-    why: String,
-    config: Option<String>,
+    why: Why,
     lay: Lay,
     lay32: Lay32,
     bc: Bc,
 }
 
 /// Operands of an elementwise kernel: pointers (inputs, then the output) and their strides over
-/// one shape.
+/// one shape; at most three, kept inline (a call allocates nothing).
 struct Operands<'a> {
     shape: &'a [i64],
-    strides: Vec<&'a [i64]>,
-    ptrs: Vec<u64>,
+    count: usize,
+    strides: [&'a [i64]; 3],
+    ptrs: [u64; 3],
 }
 
-impl Operands<'_> {
+impl<'a> Operands<'a> {
+    fn new(shape: &'a [i64], tensors: &[(&'a [i64], u64)]) -> Operands<'a> {
+        let mut o = Operands {
+            shape,
+            count: tensors.len(),
+            strides: [&[]; 3],
+            ptrs: [0; 3],
+        };
+        for (i, &(s, p)) in tensors.iter().enumerate() {
+            o.strides[i] = s;
+            o.ptrs[i] = p;
+        }
+        o
+    }
+
     fn numel(&self) -> u64 {
         self.shape.iter().product::<i64>().max(0) as u64
     }
 
+    fn strides(&self) -> &[&'a [i64]] {
+        &self.strides[..self.count]
+    }
+
+    fn ptrs(&self) -> &[u64] {
+        &self.ptrs[..self.count]
+    }
+
     /// Every operand compact (row-major) and 16-byte aligned.
     fn vectorizable(&self) -> bool {
-        let compact = super::compact_strides(self.shape);
-        let n = self.shape.len();
-        self.ptrs.iter().all(|p| p % 16 == 0)
-            && self
-                .strides
-                .iter()
-                .all(|s| (0..n).all(|i| self.shape[i] == 1 || s[i] == compact[i]))
+        if self.ptrs().iter().any(|p| p % 16 != 0) {
+            return false;
+        }
+        let mut compact = 1i64;
+        for i in (0..self.shape.len()).rev() {
+            let d = self.shape[i];
+            if d != 1 && self.strides().iter().any(|s| s[i] != compact) {
+                return false;
+            }
+            compact *= d.max(1);
+        }
+        true
     }
 }
 
@@ -244,62 +239,78 @@ impl Operands<'_> {
 /// elements in any order, so operands that share a permutation (a transposed input written into
 /// a transposed output) collapse to one contiguous run.
 fn in_output_order(ops: &Operands<'_>) -> (Vec<i64>, Vec<Vec<i64>>) {
-    let out = ops.strides[ops.strides.len() - 1];
+    let out = ops.strides()[ops.count - 1];
     let mut order: Vec<usize> = (0..ops.shape.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(out[i].unsigned_abs()));
     let shape = order.iter().map(|&i| ops.shape[i]).collect();
     let strides = ops
-        .strides
+        .strides()
         .iter()
         .map(|s| order.iter().map(|&i| s[i]).collect())
         .collect();
     (shape, strides)
 }
 
-fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
+/// The form and layout of a call whose operands are not all contiguous and aligned.
+fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<(Form, Lay, Lay32, Bc)> {
     let dt = dt(call)?;
-    let n = ops.numel();
-    let vec = ops.vectorizable();
     let (shape, strides) = in_output_order(ops);
     let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
     let scalar = call.scalar.is_some() && name != "copy";
-    let bc = if vec || scalar {
-        None
+    if !scalar {
+        if let Some(bc) = broadcast_form(&shape, &strides, ops.ptrs(), dt.vec as i64) {
+            return Ok((Form::Bcast, Lay::default(), Lay32::default(), bc));
+        }
+    }
+    if let Some(l) = Lay32::new(ops.numel(), &shape, &strides) {
+        return Ok((Form::Strided32, Lay::default(), l, Bc::default()));
+    }
+    let lay = Lay::new(&shape, &strides)?;
+    Ok((Form::Strided, lay, Lay32::default(), Bc::default()))
+}
+
+fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
+    let n = ops.numel();
+    let (form, lay, lay32, bc) = if ops.vectorizable() {
+        (Form::Vec, Lay::default(), Lay32::default(), Bc::default())
     } else {
-        broadcast_form(&shape, &strides, &ops.ptrs, dt.vec as i64)
-    };
-    let lay32 = if vec || bc.is_some() {
-        None
-    } else {
-        Lay32::new(n, &shape, &strides)
-    };
-    let form = if vec {
-        Form::Vec
-    } else if bc.is_some() {
-        Form::Bcast
-    } else if lay32.is_some() {
-        Form::Strided32
-    } else {
-        Form::Strided
-    };
-    let lay = if form == Form::Strided {
-        Lay::new(&shape, &strides)?
-    } else {
-        Lay::default()
+        layout(call, name, ops)?
     };
     let sms = sms(call)?;
-    let vars = [("numel", n as i64), ("sms", sms)];
-    let tuned = Tuned::select(&call.tune, "elementwise", &vars)?;
-    let (launch, why) = plan(name, scalar, n, form, dt.vec as u64, sms, &tuned);
+    let scalar = call.scalar.is_some() && name != "copy";
+    let params = launch_params(call, n, sms)?;
+    let (launch, why) = plan(name, scalar, n, form, dt(call)?.vec as u64, sms, params);
     Ok(Prepared {
         launch,
+        params,
         form,
         why,
-        config: tuned.origin(),
         lay,
-        lay32: lay32.unwrap_or_default(),
-        bc: bc.unwrap_or_default(),
+        lay32,
+        bc,
     })
+}
+
+/// The kernel's handle, its grid capped to `waves` times the blocks the SMs hold at once (one
+/// wave: a grid-stride kernel has no second, partly idle wave of the same work per block; 0: no
+/// cap).
+fn resident_launch(call: &OpCall<'_>, l: &mut Launch, waves: u64) -> Result<sys::CUfunction> {
+    let block = if waves == 0 { 0 } else { l.block };
+    let (f, resident) = driver::kernel(
+        call.device,
+        call.dtype,
+        Family::Elementwise,
+        l.kernel,
+        block,
+    )?;
+    if waves == 0 {
+        return Ok(f);
+    }
+    let most = (sms(call)? as u64 * resident as u64)
+        .saturating_mul(waves)
+        .clamp(1, u32::MAX as u64) as u32;
+    l.grid.0 = l.grid.0.min(most);
+    Ok(f)
 }
 
 fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
@@ -308,54 +319,64 @@ fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
         return Ok(());
     }
     let mut p = prepare(call, name, &ops)?;
-    let f = function(
-        call.device,
-        call.dtype,
-        Family::Elementwise,
-        p.launch.kernel,
-    )?;
+    let f = resident_launch(call, &mut p.launch, p.params.caps(p.form).1)?;
     let mut ptrs = ops.ptrs;
+    let count = ops.count;
     let mut scalar = match call.scalar {
         Some(s) if name != "copy" => Some(ScalarArg::new(s, dt(call)?.compute)),
         _ => None,
     };
     let mut n64 = n;
     let mut n32 = n as u32;
-    let mut args: Vec<*mut c_void> = Vec::with_capacity(6);
+    let mut args: [*mut c_void; 6] = [std::ptr::null_mut(); 6];
+    let mut used = 0;
+    let mut push = |a: *mut c_void| {
+        args[used] = a;
+        used += 1;
+    };
     // Parameter order: inputs (a number in place of b), out, n, then the layout if strided.
-    let (first, rest) = ptrs.split_at_mut(1);
-    args.push(arg(&mut first[0]));
+    let (first, rest) = ptrs[..count].split_at_mut(1);
+    push(arg(&mut first[0]));
     if let Some(s) = scalar.as_mut() {
-        args.push(s.as_arg());
+        push(s.as_arg());
     }
     for p in rest.iter_mut() {
-        args.push(arg(p));
+        push(arg(p));
     }
     match p.form {
-        Form::Vec => args.push(arg(&mut n64)),
-        Form::Bcast => args.push(arg(&mut p.bc)),
+        Form::Vec => push(arg(&mut n64)),
+        Form::Bcast => push(arg(&mut p.bc)),
         Form::Strided32 => {
-            args.push(arg(&mut n32));
-            args.push(arg(&mut p.lay32));
+            push(arg(&mut n32));
+            push(arg(&mut p.lay32));
         }
         Form::Strided => {
-            args.push(arg(&mut n64));
-            args.push(arg(&mut p.lay));
+            push(arg(&mut n64));
+            push(arg(&mut p.lay));
         }
     }
     // SAFETY: the arguments match the kernel's parameters (`cu/elementwise.cuh`); the pointers
     // are the tensors' elements, which the caller keeps alive for the call and which the stream
     // orders.
-    unsafe { launch(f, p.launch.grid, p.launch.block, stream(call), &mut args) }
+    unsafe {
+        launch(
+            f,
+            p.launch.grid,
+            p.launch.block,
+            stream(call),
+            &mut args[..used],
+        )
+    }
 }
 
 fn operands<'a>(call: &'a OpCall<'a>) -> Operands<'a> {
-    let tensors: Vec<&Tensor> = call.inputs.iter().chain([call.out]).collect();
-    Operands {
-        shape: call.out.shape(),
-        strides: tensors.iter().map(|t| t.strides()).collect(),
-        ptrs: tensors.iter().map(|t| ptr(t)).collect(),
+    let mut t: [(&[i64], u64); 3] = [(&[], 0); 3];
+    let mut k = 0;
+    for x in call.inputs.iter().chain([call.out]) {
+        t[k] = (x.strides(), ptr(x));
+        k += 1;
     }
+    Operands::new(call.out.shape(), &t[..k])
 }
 
 /// add, sub, mul, div, relu, gelu, exp.
@@ -364,17 +385,38 @@ pub fn elementwise(call: &OpCall<'_>) -> Result<()> {
 }
 
 pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
-    let p = prepare(call, op_name(call), &operands(call))?;
-    Ok(explanation(&[&p.launch], p.why, p.config))
+    let mut p = prepare(call, op_name(call), &operands(call))?;
+    resident_launch(call, &mut p.launch, p.params.caps(p.form).1)?;
+    let n = operands(call).numel() as i64;
+    let vars = [("numel", n), ("sms", sms(call)?)];
+    let config = Tuned::select(&call.tune, "elementwise", &vars)?.origin();
+    Ok(explanation(&[&p.launch], p.why.text(), config))
+}
+
+/// softmax along an axis of length 1, elementwise over x (any layout): 1 where x is finite,
+/// NaN where it is not (exp(x - x) / exp(x - x), as PyTorch computes it).
+pub fn softmax_of_one(call: &OpCall<'_>) -> Result<()> {
+    run(call, "softmax1", operands(call))
+}
+
+pub fn explain_softmax_of_one(call: &OpCall<'_>) -> Result<Explanation> {
+    let p = prepare(call, "softmax1", &operands(call))?;
+    Ok(explanation(
+        &[&p.launch],
+        format!(
+            "rows of 1 element: elementwise (1 or NaN); {}",
+            p.why.text()
+        ),
+        None,
+    ))
 }
 
 /// Copies `src` (any strides) into the elements at `dst` laid out with `dst_strides` (same
 /// shape), on the call's stream; `src` has the call's dtype.
 pub fn copy(call: &OpCall<'_>, src: &Tensor, dst: u64, dst_strides: &[i64]) -> Result<()> {
-    let ops = Operands {
-        shape: src.shape(),
-        strides: vec![src.strides(), dst_strides],
-        ptrs: vec![ptr(src), dst],
-    };
+    let ops = Operands::new(
+        src.shape(),
+        &[(src.strides(), ptr(src)), (dst_strides, dst)],
+    );
     run(call, "copy", ops)
 }

@@ -3,6 +3,7 @@
 //! GPU), then binds the arguments and launches on the call's stream.
 
 pub mod elementwise;
+mod grid;
 pub mod norm;
 pub mod reduce;
 pub mod softmax;

@@ -23,6 +23,17 @@ fn table() -> TuneTable {
 }
 
 fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bool) -> String {
+    softmax_kernel_of(t, rows, len, itemsize, aligned, false)
+}
+
+fn softmax_kernel_of(
+    t: &TuneTable,
+    rows: i64,
+    len: i64,
+    itemsize: i64,
+    aligned: bool,
+    packed: bool,
+) -> String {
     let view = TuneView::new(t, Some("sm_90"));
     let vars = [
         ("cols", len),
@@ -37,12 +48,65 @@ fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bo
         vec: 16 / itemsize,
         aligned_rows: aligned,
         contiguous: true,
+        packed,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     match &p.write {
         Some(w) => format!("{} + {} x{}", p.main.kernel, w.kernel, p.chunks),
         None => format!("{} {}", p.main.kernel, p.main.block),
     }
+}
+
+#[test]
+fn softmax_rows_back_to_back_use_tiles() {
+    let t = table();
+    // (rows, len, itemsize) -> kernel and block size: 32 KiB of whole rows a tile, for rows up
+    // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster).
+    let cases: &[(i64, i64, i64, &str)] = &[
+        (1 << 20, 2, 4, "softmax_tile_1_2 256"),
+        (1 << 20, 7, 2, "softmax_tile_1_8 256"),
+        (1 << 20, 7, 4, "softmax_tile_1_8 256"),
+        (1 << 20, 32, 2, "softmax_tile_4_8 256"),
+        (1 << 20, 32, 4, "softmax_group_8_4 256"),
+        (1 << 20, 100, 2, "softmax_tile_16_8 256"),
+        (1 << 20, 100, 4, "softmax_tile_16_8 256"),
+        (1 << 20, 257, 4, "softmax_group_32_16 256"),
+    ];
+    for &(rows, len, size, want) in cases {
+        let got = softmax_kernel_of(&t, rows, len, size, false, true);
+        assert_eq!(got, want, "{rows} x {len}, itemsize {size}");
+    }
+    // With tiles up to 1024 elements: the lanes a row and elements a lane of longer rows.
+    let wide = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"softmax": [{"tile_max": 1024}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let cases: &[(i64, i64, i64, &str)] = &[
+        (1 << 20, 257, 4, "softmax_tile_32_16 256"),
+        (1 << 16, 1000, 4, "softmax_tile_32_32 256"),
+        (1 << 16, 1024, 2, "softmax_tile_32_32 256"),
+        (1 << 16, 1025, 4, "softmax_online 512"),
+    ];
+    for &(rows, len, size, want) in cases {
+        let got = softmax_kernel_of(&wide, rows, len, size, false, true);
+        assert_eq!(got, want, "{rows} x {len}, itemsize {size}");
+    }
+    let view = TuneView::new(&t, Some("sm_90"));
+    let tuned = Tuned::select(&view, "softmax", &[("cols", 100), ("itemsize", 4)]).unwrap();
+    let c = softmax::Class {
+        rows: 1000,
+        len: 100,
+        vec: 4,
+        aligned_rows: true,
+        contiguous: true,
+        packed: true,
+    };
+    let p = softmax::plan(&c, SMS, &tuned);
+    assert_eq!((p.tile_rows, p.main.grid.0), (81, 13));
 }
 
 #[test]
@@ -60,8 +124,8 @@ fn softmax_variant_per_row_length() {
         (65536, 1000, 2, true, "softmax_warp_4 256"),
         (65536, 1000, 2, false, "softmax_group_32_32 256"),
         (65536, 1024, 2, true, "softmax_warp_4 256"),
-        (65536, 4096, 4, true, "softmax_block_4 256"),
-        (65536, 4096, 2, true, "softmax_block_2 256"),
+        (65536, 4096, 4, true, "softmax_block_8 128"),
+        (65536, 4096, 2, true, "softmax_block_4 128"),
         (4096, 32000, 2, true, "softmax_block_4 1024"),
         (8192, 50257, 2, false, "softmax_online 1024"),
         (8192, 50257, 4, false, "softmax_online 1024"),
@@ -170,8 +234,9 @@ fn reduction_walk_per_shape_class() {
 fn norm_and_elementwise_variants() {
     let t = table();
     let view = TuneView::new(&t, Some("sm_90"));
-    let tuned = Tuned::select(&view, "norm", &[]).unwrap();
     let np = |len: i64, vec: i64, aligned: bool| {
+        let vars = [("cols", len), ("itemsize", 16 / vec)];
+        let tuned = Tuned::select(&view, "norm", &vars).unwrap();
         let c = norm::Class {
             rows: 4096,
             len,
@@ -183,20 +248,31 @@ fn norm_and_elementwise_variants() {
     };
     assert_eq!(np(1024, 8, true), "layer_norm_warp_4 256");
     assert_eq!(np(4096, 8, true), "layer_norm_block_2 256");
-    assert_eq!(np(4096, 4, true), "layer_norm_block_2 512");
+    // float32 rows in a block: 4 packs a thread (16-bit: 2).
+    assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
     assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
     assert_eq!(np(4097, 4, false), "layer_norm_rows 512");
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
     use elementwise::Form;
-    let (l, _) = elementwise::plan("gelu", false, 1 << 28, Form::Vec, 8, SMS, &tuned);
-    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec", 8 * 132, 256));
-    let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, &tuned);
+    let tuned = elementwise::Params::of(&tuned);
+    // Packed forms: a block per tile of 4 x 256 packs; strided forms: at most 8 blocks an SM.
+    let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Vec, 8, SMS, tuned);
+    assert!(
+        why.text().contains("a block per tile of work"),
+        "{}",
+        why.text()
+    );
+    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec", 1 << 15, 256));
+    let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Strided32, 8, SMS, tuned);
+    assert_eq!((l.kernel, l.grid.0), ("gelu_strided32", 8 * 132));
+    assert!(why.text().contains("at most 1 wave"), "{}", why.text());
+    let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
-    let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, &tuned);
+    let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, tuned);
     assert_eq!(l.kernel, "copy_strided");
-    let (l, _) = elementwise::plan("mul", false, 1 << 26, Form::Bcast, 4, SMS, &tuned);
+    let (l, _) = elementwise::plan("mul", false, 1 << 26, Form::Bcast, 4, SMS, tuned);
     assert_eq!(l.kernel, "mul_bcast");
 }
 
@@ -234,6 +310,7 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            "tile" => softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3])),
             _ => softmax_src.contains(&format!("void {name}(")),
         };
         assert!(found, "{name}");

@@ -29,6 +29,21 @@ const GROUP: [(i64, i64, &str); 11] = [
     (32, 16, "softmax_group_32_16"),
     (32, 32, "softmax_group_32_32"),
 ];
+/// The tile variants: (lanes per row, elements a lane, kernel).
+const TILE: [(i64, i64, &str); 10] = [
+    (1, 2, "softmax_tile_1_2"),
+    (1, 4, "softmax_tile_1_4"),
+    (1, 8, "softmax_tile_1_8"),
+    (2, 8, "softmax_tile_2_8"),
+    (4, 8, "softmax_tile_4_8"),
+    (8, 8, "softmax_tile_8_8"),
+    (16, 8, "softmax_tile_16_8"),
+    (32, 8, "softmax_tile_32_8"),
+    (32, 16, "softmax_tile_32_16"),
+    (32, 32, "softmax_tile_32_32"),
+];
+/// Bytes of a tile (`TILE_ELEMS` of the kernels).
+const TILE_BYTES: i64 = 32768;
 const WARP: [(i64, &str); 4] = [
     (1, "softmax_warp_1"),
     (2, "softmax_warp_2"),
@@ -45,6 +60,7 @@ const BLOCK: [(i64, &str); 4] = [
 /// Every kernel name the planner can choose (checked against the source by a test).
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = GROUP.iter().map(|g| g.2).collect();
+    v.extend(TILE.iter().map(|t| t.2));
     v.extend(WARP.iter().map(|w| w.1));
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend([
@@ -66,6 +82,9 @@ pub struct Class {
     pub aligned_rows: bool,
     /// Rows contiguous in x and out, with the same alignment phase (packs after peeling).
     pub contiguous: bool,
+    /// Rows stored back to back in x and in out (row stride = len): a run of rows is one
+    /// contiguous range.
+    pub packed: bool,
 }
 
 /// The parameter lists of the variants.
@@ -77,6 +96,8 @@ pub enum Kind {
     Packed,
     /// `(x, out, rows, len, sx, so, L, vec)`.
     Online,
+    /// `(x, out, rows, len, R)`: R rows a tile.
+    Tile,
     /// The two split kernels.
     Split,
 }
@@ -89,6 +110,8 @@ pub struct Plan {
     pub write: Option<Launch>,
     pub chunks: i64,
     pub chunk: i64,
+    /// Rows a tile (the tile variants).
+    pub tile_rows: i64,
     pub why: String,
 }
 
@@ -106,8 +129,35 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         write: None,
         chunks: 1,
         chunk: len,
+        tile_rows: 0,
         why,
     };
+    // Short rows back to back: tiles of whole rows staged in shared memory.
+    let tile_max = tuned.get("tile_max", 1024).min(TILE_BYTES / (16 / v) / 2);
+    if c.packed && (2..=tile_max).contains(&len) {
+        let g = pow2ceil(len.cdiv(8)).min(32);
+        let n = pow2ceil(len.cdiv(g)).max(2);
+        let k = TILE
+            .iter()
+            .find(|e| e.0 == g && e.1 == n)
+            .expect("every (G, N) for rows up to 1024")
+            .2;
+        let per = TILE_BYTES / (16 / v) / len;
+        let tiles = rows.cdiv(per);
+        return Plan {
+            tile_rows: per,
+            ..single(
+                Kind::Tile,
+                Launch::new(k, tiles as u64, 256),
+                format!(
+                    "rows of {len} stored back to back (up to tile_max = {tile_max}): tiles of \
+                     {per} rows staged in shared memory with 16-byte accesses, {g} lane{} a \
+                     row, {n} elements a lane",
+                    if g == 1 { "" } else { "s" }
+                ),
+            )
+        };
+    }
     // Short rows: lanes of a warp per row.
     if whole && (32..=32 * 8).contains(&nv) {
         let n = pow2ceil(nv.cdiv(32));
@@ -150,6 +200,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             write: Some(Launch::new("softmax_split_write", items, threads)),
             chunks,
             chunk,
+            tile_rows: 0,
             why: format!(
                 "{rows} rows of {len} (fewer than split_rows = {split_rows}): each row split into \
                  {chunks} chunks of {chunk} over blocks, (max, sum) per chunk, merged per row"
@@ -257,6 +308,10 @@ fn plan_call(call: &OpCall<'_>) -> Result<Call> {
         vec: v,
         aligned_rows: has_axis && unit && row_alignment(x, o, a, v, false),
         contiguous: has_axis && unit && row_alignment(x, o, a, v, true),
+        packed: has_axis
+            && sx == 1
+            && so == 1
+            && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len),
     };
     let sms = sms(call)?;
     let vars = [
@@ -278,9 +333,19 @@ fn plan_call(call: &OpCall<'_>) -> Result<Call> {
     })
 }
 
+/// Rows of one element (or a 0-d x): every output is 1 or NaN, elementwise.
+fn rows_of_one(call: &OpCall<'_>) -> bool {
+    call.axes
+        .first()
+        .is_none_or(|&a| call.inputs[0].shape()[a] == 1)
+}
+
 pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     if call.inputs[0].numel() == 0 {
         return Ok(());
+    }
+    if rows_of_one(call) {
+        return super::elementwise::softmax_of_one(call);
     }
     let Call {
         mut lay,
@@ -297,6 +362,19 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let mut vec = contiguous as i32;
     let (mut chunks, mut chunk) = (p.chunks, p.chunk);
     let f = function(call.device, call.dtype, Family::Softmax, p.main.kernel)?;
+    if p.kind == Kind::Tile {
+        let mut per = p.tile_rows;
+        let mut args = [
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut per),
+        ];
+        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); the rows are back to back
+        // in x and out (the plan checked), so each tile is one contiguous range of both.
+        return unsafe { launch(f, p.main.grid, p.main.block, st, &mut args) };
+    }
     if p.kind != Kind::Split {
         let mut args = vec![arg(&mut px), arg(&mut po), arg(&mut rows), arg(&mut len)];
         match p.kind {
@@ -345,6 +423,9 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
 }
 
 pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
+    if rows_of_one(call) {
+        return super::elementwise::explain_softmax_of_one(call);
+    }
     let c = plan_call(call)?;
     let mut launches = vec![&c.plan.main];
     launches.extend(c.plan.write.as_ref());

@@ -1,0 +1,72 @@
+"""Writes tuning variants for a sweep on the GPU machine: each `DIR/tune-NAME/` is a complete
+`RFFI_KERNELS_TUNE_DIR` (the built-in `kernels/tune/cuda/*.json` with one key changed) plus a file
+`ONLY` naming the parts of `bench/gpu/shapes.py` it concerns. `kernels/tests/gpu/run.sh` runs the
+suite once more per variant, so one device run compares the defaults with the alternatives.
+
+    python3 bench/gpu/variants.py .devkern
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TUNE = os.path.join(ROOT, "kernels", "tune", "cuda")
+
+# name: (parts of the suite, key, the key's configs in sm_90.json, which decide the key); in
+# order of interest (a run short of time leaves the last out).
+SOFTMAX = json.load(open(os.path.join(TUNE, "sm_90.json")))["softmax"]
+REDUCE = json.load(open(os.path.join(TUNE, "default.json")))["reduce"][0]
+
+
+def softmax_with(**params):
+    """The built-in softmax configs with `params` set in every entry."""
+    out = []
+    for c in SOFTMAX:
+        c = json.loads(json.dumps(c))
+        (c["set"] if "gen" in c else c).update(params)
+        out.append(c)
+    return out
+
+
+VARIANTS = {
+    # Short rows without the shared-memory tiles: the lane-per-row and warp-per-row variants.
+    "softmax-no-tiles": ("softmax", "softmax", softmax_with(tile_max=0)),
+    # Elementwise grids: no cap (a block per tile of packs, as many as the work), smaller blocks.
+    "ew-uncapped": (
+        "elementwise",
+        "elementwise",
+        [{"threads": 256, "blocks_per_sm": 1 << 20, "waves": 1 << 20}],
+    ),
+    "ew-128": ("elementwise", "elementwise", [{"threads": 128, "blocks_per_sm": 16}]),
+    # Normalizations: more packs a thread (fewer threads a row, more rows an SM).
+    "norm-packs-4": ("norms", "norm", [{"threads": 512, "packs": 4}]),
+    "norm-packs-8": ("norms", "norm", [{"threads": 512, "packs": 8}]),
+    # Softmax rows in a block's registers: 8 packs a thread.
+    "softmax-packs-8": ("softmax", "softmax", softmax_with(packs=8)),
+    # Column reductions in fewer chunks (less partial traffic, fewer blocks).
+    "reduce-cols-1024": ("reductions", "reduce", [dict(REDUCE, cols_split_min=1024)]),
+}
+
+
+def main():
+    out = sys.argv[1]
+    for name, (only, key, configs) in VARIANTS.items():
+        d = os.path.join(out, f"tune-{name}", "cuda")
+        os.makedirs(d, exist_ok=True)
+        for f in ("default.json", "sm_90.json"):
+            with open(os.path.join(TUNE, f)) as fh:
+                table = json.load(fh)
+            if f == "sm_90.json":
+                table[key] = configs  # the arch layer comes first: it decides the key
+            with open(os.path.join(d, f), "w") as fh:
+                json.dump(table, fh, indent=1)
+        with open(os.path.join(out, f"tune-{name}", "ONLY"), "w") as fh:
+            fh.write(only + "\n")
+        print(f"tune-{name}: {only}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+//! Launch parameters and grids of the elementwise kernels: the tuning entry's parameters (read
+//! once per thread while the configs do not depend on the shape), the grid of a form, and the
+//! reason for `explain` (formatted only there).
+
+use super::elementwise::{kernel, Form};
+use super::{CeilDiv, Launch, Tuned};
+use rffi_core::Result;
+use rffi_kernels::OpCall;
+
+/// Why a form was chosen: formatted only when explained, never on the call path.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Why {
+    form: Form,
+    vec: u64,
+    /// Blocks an SM and waves (0: no cap).
+    caps: (u64, u64),
+    sms: i64,
+}
+
+impl Why {
+    pub fn text(&self) -> String {
+        let Why {
+            form,
+            vec,
+            caps: (per_sm, waves),
+            sms,
+        } = *self;
+        let what = match form {
+            Form::Vec => format!(
+                "contiguous 16-byte aligned operands: {vec}-element packs, 4 a thread per step"
+            ),
+            Form::Bcast => format!(
+                "a broadcast operand (a row, a column or one value) over rows of whole \
+                 {vec}-element packs: 16-byte loads, the pack's row by multiply-high division"
+            ),
+            Form::Strided32 => {
+                "strided, transposed or broadcast operands: 32-bit offsets".to_owned()
+            }
+            Form::Strided => "strided operands with offsets beyond 32 bits".to_owned(),
+        };
+        let per_sm = match per_sm {
+            0 => "a block per tile of work".to_owned(),
+            b => format!(
+                "grid at most {} blocks ({sms} SMs x {b})",
+                sms.max(1) as u64 * b
+            ),
+        };
+        let waves = match waves {
+            0 => String::new(),
+            w => format!(", and at most {w} wave(s) of the blocks the SMs hold at once"),
+        };
+        format!("{what}; {per_sm}{waves}")
+    }
+}
+
+/// The launch parameters of the elementwise kernels: threads a block; for the strided forms at
+/// most `blocks_per_sm` blocks an SM and at most `waves` times the blocks the SMs hold at once;
+/// the same for the packed forms (`vec_*`). 0 is no cap.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Params {
+    pub threads: u64,
+    pub blocks_per_sm: u64,
+    pub waves: u64,
+    pub vec_blocks_per_sm: u64,
+    pub vec_waves: u64,
+}
+
+impl Params {
+    /// The parameters of a tuning entry (defaults where it has none).
+    pub fn of(tuned: &Tuned<'_>) -> Params {
+        let cap = |name, default| tuned.get(name, default).max(0) as u64;
+        Params {
+            threads: tuned.get("threads", 256).clamp(32, 1024) as u64,
+            blocks_per_sm: cap("blocks_per_sm", 8),
+            waves: cap("waves", 1),
+            vec_blocks_per_sm: cap("vec_blocks_per_sm", 0),
+            vec_waves: cap("vec_waves", 0),
+        }
+    }
+
+    /// (blocks an SM, waves) for `form`.
+    pub(super) fn caps(&self, form: Form) -> (u64, u64) {
+        match form {
+            Form::Vec | Form::Bcast => (self.vec_blocks_per_sm, self.vec_waves),
+            Form::Strided32 | Form::Strided => (self.blocks_per_sm, self.waves),
+        }
+    }
+}
+
+/// The launch of an elementwise kernel over `n` elements in `form` (`vec`: elements a pack)
+/// with `params` (the waves are applied at launch, from the kernel's occupancy).
+pub fn plan(
+    name: &str,
+    scalar: bool,
+    n: u64,
+    form: Form,
+    vec: u64,
+    sms: i64,
+    params: Params,
+) -> (Launch, Why) {
+    let caps = params.caps(form);
+    let cap = match caps.0 {
+        0 => u64::MAX,
+        b => sms.max(1) as u64 * b,
+    };
+    let threads = params.threads;
+    let work = match form {
+        Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
+        Form::Strided32 | Form::Strided => n,
+    };
+    let blocks = work.cdiv(threads).clamp(1, cap);
+    (
+        Launch::new(kernel(name, scalar, form), blocks, threads),
+        Why {
+            form,
+            vec,
+            caps,
+            sms,
+        },
+    )
+}
+
+thread_local! {
+    /// The last tuning read on this thread: (the configs' identity, threads, blocks_per_sm),
+    /// kept when the configs choose without looking at the shape (no `when`), so that calls
+    /// read no config by name.
+    static TUNED: std::cell::Cell<Option<((u64, usize), Params)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The launch parameters for a call over `n` elements.
+pub(super) fn launch_params(call: &OpCall<'_>, n: u64, sms: i64) -> Result<Params> {
+    let id = call.tune.id();
+    if id.0 != 0 {
+        if let Ok(Some((seen, p))) = TUNED.try_with(|c| c.get()) {
+            if seen == id {
+                return Ok(p);
+            }
+        }
+    }
+    let vars = [("numel", n as i64), ("sms", sms)];
+    let tuned = Tuned::select(&call.tune, "elementwise", &vars)?;
+    let p = Params::of(&tuned);
+    if id.0 != 0
+        && call
+            .tune
+            .configs("elementwise")
+            .iter()
+            .all(|c| c.when.is_none())
+    {
+        let _ = TUNED.try_with(|c| c.set(Some((id, p))));
+    }
+    Ok(p)
+}
