@@ -139,7 +139,7 @@ pub unsafe extern "C" fn RFFITypeRegisterAttr(
 pub unsafe extern "C" fn RFFIGetTypeAttrColumn(
     attr_name: *const RFFIByteArray,
 ) -> *const RFFITypeAttrColumn {
-    std::panic::catch_unwind(|| {
+    crate::error::catch_panic(|| {
         // SAFETY: a valid name for the call (contract); a bad one finds no column.
         let name = unsafe { utf8(attr_name, "RFFIGetTypeAttrColumn", "attr_name") }.ok()?;
         reflection::type_attr::type_attr_column(name)
