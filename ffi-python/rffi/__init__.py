@@ -20,7 +20,9 @@ passed.
 
 from __future__ import annotations
 
-from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+import sys
+
+from . import _alias, _core, _dtype, _lib  # noqa: F401  (_core: the modules, in order)
 from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
@@ -88,7 +90,13 @@ def __getattr__(name):
         value = m if attr is None else getattr(m, attr)
         globals()[name] = value
         return value
+    if name in _dtype.NAMED:
+        value = globals()[name] = dtype(name)
+        return value
     raise AttributeError(f"module 'rffi' has no attribute {name!r}")
+
+# `sys.modules["other"] = rffi` makes `import other.sub` give `rffi.sub` itself.
+_alias.install(sys.modules[__name__])
 
 #: The path of the loaded ``librffi.so``.
 LIB_PATH = _lib.LIB_PATH

@@ -281,12 +281,6 @@ class Device:
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
-class _Answer:
-    """A bool that also answers when called (``dt.is_float`` and ``dt.is_float()``)."""
-
-    def __bool__(self) -> bool: ...
-    def __call__(self) -> bool: ...
-
 class dtype(str):
     def __new__(cls, value: str | dtype | Any) -> dtype: ...
     @classmethod
@@ -301,18 +295,45 @@ class dtype(str):
     @property
     def itemsize(self) -> int: ...
     @property
-    def is_bool(self) -> _Answer: ...
+    def is_bool(self) -> bool: ...
     @property
-    def is_integer(self) -> _Answer: ...
+    def is_integer(self) -> bool: ...
     @property
-    def is_float(self) -> _Answer: ...
+    def is_float(self) -> bool: ...
     @property
-    def is_handle(self) -> _Answer: ...
+    def is_handle(self) -> bool: ...
     def with_lanes(self, lanes: int) -> dtype: ...
     def to_numpy(self) -> Any: ...
     def to_torch(self) -> Any: ...
 
 DataType = dtype
+
+# Module-level dtypes (also `rffi.bool`, left out here: in a stub it would shadow the builtin).
+int8: dtype
+int16: dtype
+int32: dtype
+int64: dtype
+uint8: dtype
+uint16: dtype
+uint32: dtype
+uint64: dtype
+float16: dtype
+float32: dtype
+float64: dtype
+bfloat16: dtype
+float8_e3m4: dtype
+float8_e4m3: dtype
+float8_e4m3b11fnuz: dtype
+float8_e4m3fn: dtype
+float8_e4m3fnuz: dtype
+float8_e5m2: dtype
+float8_e5m2fnuz: dtype
+float8_e8m0fnu: dtype
+float6_e2m3fn: dtype
+float6_e3m2fn: dtype
+float4_e2m1fn: dtype
+float4_e2m1fnx2: dtype
+float4_e2m1fn_x2: dtype
 
 class Tensor(Object):
     @property
