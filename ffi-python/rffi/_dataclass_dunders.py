@@ -148,8 +148,7 @@ def add_dataclass_methods(
 
 def _add_replace(cls, all_fields) -> None:
     """``__replace__(**changes)`` (``dataclasses.replace`` and ``copy.replace``): a new object
-    made in one runtime call from every field's value, frozen ones included; ``__copy__`` is one
-    without changes (a new object, as ``dataclasses`` copies, not a second reference)."""
+    made in one runtime call from every field's value, frozen ones included."""
     create = _ffi("ffi.ObjectCreateInit")
     names = [f.name for f in all_fields]
     settable = {f.name for f in all_fields if f.init}
@@ -172,8 +171,6 @@ def _add_replace(cls, all_fields) -> None:
 
     if "__replace__" not in cls.__dict__:
         cls.__replace__ = __replace__
-    if "__copy__" not in cls.__dict__:
-        cls.__copy__ = __replace__
 
 
 def _guard_frozen(cls, all_fields, frozen: bool) -> None:

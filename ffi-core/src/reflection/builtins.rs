@@ -211,6 +211,10 @@ register_builtin!("ffi.TypeKeyToIndex", |key: String| -> Result<i64> {
 /// its object is made (`create_with_fields`), never by a setter. Registering the same key again
 /// returns its index.
 pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) -> Result<i32> {
+    // One registration at a time: a second one of the same key waits and then finds the
+    // type's members there, instead of registering them twice.
+    static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     let parent_index = parent.unwrap_or(kRFFIObject);
     let base = match parent_index {
         kRFFIObject => core::mem::size_of::<RFFIObject>() as i32,
