@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import typing
 
+from ._dataclass_common import is_dataclass
 from ._dataclass_dunders import RuntimeDefault
 from ._object_model import (
     FLAG_COMPARE_OFF,
@@ -33,6 +35,7 @@ class _Missing:
         return "MISSING"
 
 
+#: "No value given" (a field without a default), as ``dataclasses.MISSING``; also ``rffi.MISSING``.
 MISSING = _Missing()
 
 
@@ -64,6 +67,7 @@ class Field:
         "kw_only",
         "doc",
         "annotation",
+        "type",
         "schema",
         "frozen",
         "structural_eq",
@@ -84,6 +88,10 @@ class Field:
     ):
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
+        if default_factory is not MISSING and not callable(default_factory):
+            raise TypeError(
+                f"default_factory must be a callable, not {type(default_factory).__name__}"
+            )
         if structural_eq not in STRUCTURAL_FIELD_FLAGS:
             raise ValueError(
                 f"field(structural_eq={structural_eq!r}): expected one of "
@@ -98,7 +106,7 @@ class Field:
         self.hash = hash
         self.kw_only = kw_only
         self.doc = doc
-        self.annotation = typing.Any
+        self.annotation = self.type = typing.Any
         self.schema = None
         self.frozen = frozen
         self.structural_eq = structural_eq
@@ -148,8 +156,13 @@ def field(
 
 def fields(cls_or_obj) -> tuple:
     """The fields of a c_class / py_class (or of an instance), root type's first."""
+    if not is_dataclass(cls_or_obj):
+        raise TypeError(
+            f"fields() should be called on a c_class or py_class type or instance, not "
+            f"{type(cls_or_obj).__name__}"
+        )
     cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
-    return tuple(getattr(cls, "__rffi_fields__", ()))
+    return tuple(cls.__rffi_fields__)
 
 
 # ---- runtime fields as Field objects ----
@@ -181,8 +194,20 @@ def runtime_fields(info: dict) -> list:
                 ),
             )
             fd.name = f["name"]
+            fd.annotation = fd.type = _python_type(f)
             out.append(fd)
     return out
+
+
+#: The Python type of a runtime field whose schema names one of these.
+_PY_TYPES = {"int": int, "float": float, "bool": bool, "ffi.String": str, "ffi.Bytes": bytes}
+
+
+def _python_type(field_info: dict):
+    schema = field_info["metadata"].get("type_schema") if field_info["metadata"] else None
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    return _PY_TYPES.get((schema or {}).get("type"), typing.Any)
 
 
 def c_class_fields(cls, info: dict, class_kw_only: bool) -> list:
@@ -254,7 +279,7 @@ def own_fields(cls, class_kw_only: bool = False) -> list:
         f.name = name
         if f.kw_only is MISSING:
             f.kw_only = kw_only
-        f.annotation = ann
+        f.annotation = f.type = ann
         try:
             f.schema = TypeSchema.from_annotation(ann)
         except TypeError:

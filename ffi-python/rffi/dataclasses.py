@@ -20,8 +20,23 @@ from __future__ import annotations
 
 import json
 
-from ._dataclass_dunders import FrozenInstanceError, add_dataclass_methods, make_init
-from ._dataclass_fields import KW_ONLY, MISSING, Field, c_class_fields, field, fields, own_fields
+from ._dataclass_common import asdict, astuple, is_dataclass, replace
+from ._dataclass_dunders import (
+    FrozenInstanceError,
+    add_dataclass_methods,
+    make_init,
+    with_allocation,
+)
+from ._dataclass_fields import (
+    KW_ONLY,
+    MISSING,
+    Field,
+    c_class_fields,
+    field,
+    fields,
+    own_fields,
+    runtime_fields,
+)
 from ._dataclass_fields import _Missing as _Missing  # the stubs' type of MISSING
 from ._dataclass_methods import method, register_methods
 from ._object import Object
@@ -42,12 +57,16 @@ __all__ = [
     "MISSING",
     "Field",
     "FrozenInstanceError",
+    "asdict",
+    "astuple",
     "c_class",
     "enum",
     "field",
     "fields",
+    "is_dataclass",
     "method",
     "py_class",
+    "replace",
 ]
 
 
@@ -65,7 +84,7 @@ def c_class(
     *,
     init=True,
     repr=True,
-    eq=True,
+    eq=False,
     order=False,
     frozen=False,
     unsafe_hash=False,
@@ -120,7 +139,7 @@ def py_class(
     *,
     init=True,
     repr=True,
-    eq=True,
+    eq=False,
     order=False,
     frozen=False,
     unsafe_hash=False,
@@ -186,10 +205,16 @@ def py_class(
         register_methods(new, key, index)
         info = type_info(index)
         install_members(new, info)
-        inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []
+        inherited = []
+        if parent is not None:  # a register_object class has no dataclass fields: the type's
+            inherited = list(
+                getattr(parent, "__rffi_fields__", None) or runtime_fields(type_info(parent_index))
+            )
         all_fields = inherited + own
         if init and "__init__" not in ns:
             new.__init__ = make_init(new, all_fields, index)
+        elif "__init__" in ns:  # the class's own: it runs on an object with default fields
+            new.__init__ = with_allocation(ns["__init__"])
         add_dataclass_methods(
             new,
             all_fields,

@@ -62,7 +62,7 @@ pub unsafe extern "C" fn RFFITypeGetOrAllocIndex(
 
 /// See `RFFIGetTypeInfo` in the C header (`include/rffi/c_api.h`).
 pub extern "C" fn RFFIGetTypeInfo(type_index: i32) -> *const RFFITypeInfo {
-    std::panic::catch_unwind(|| type_registry::type_info(type_index))
+    crate::error::catch_panic(|| type_registry::type_info(type_index))
         .ok()
         .flatten()
         .map_or(core::ptr::null(), |i| i as *const _)
@@ -108,6 +108,45 @@ pub unsafe extern "C" fn RFFITypeRegisterMetadata(
         // SAFETY: a valid description for the call (contract).
         unsafe { reflection::register_metadata(type_index, &*m) }
     })
+}
+
+/// See `RFFITypeRegisterAttr` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+pub unsafe extern "C" fn RFFITypeRegisterAttr(
+    type_index: i32,
+    attr_name: *const RFFIByteArray,
+    attr_value: *const RFFIAny,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFITypeRegisterAttr";
+        // SAFETY: a valid name for the call (contract).
+        let name = unsafe { utf8(attr_name, F, "attr_name") }?;
+        let v = non_null(attr_value, F, "attr_value")?;
+        // SAFETY: a valid value for the call (contract); owned here (strings copied, objects
+        // gaining a reference).
+        let value = unsafe { AnyView::from_raw(*v) }.to_owned()?;
+        reflection::register_type_attr(type_index, name, value)
+            .map_err(|e| Error::new(&e.kind(), format!("{F}: {}", e.message())))
+    })
+}
+
+/// See `RFFIGetTypeAttrColumn` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+pub unsafe extern "C" fn RFFIGetTypeAttrColumn(
+    attr_name: *const RFFIByteArray,
+) -> *const RFFITypeAttrColumn {
+    crate::error::catch_panic(|| {
+        // SAFETY: a valid name for the call (contract); a bad one finds no column.
+        let name = unsafe { utf8(attr_name, "RFFIGetTypeAttrColumn", "attr_name") }.ok()?;
+        reflection::type_attr::type_attr_column(name)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(core::ptr::null())
 }
 
 /// See `RFFIObjectGetField` in the C header (`include/rffi/c_api.h`).
