@@ -38,7 +38,9 @@ class Tensor(Object):
     @property
     def shape(self) -> Shape:
         data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
-        return Shape(struct.unpack(f"<{ndim}q", ctypes.string_at(shape, 8 * ndim)) if ndim else ())
+        if not ndim:
+            return Shape(())
+        return Shape(struct.unpack(f"<{ndim}q", ctypes.string_at(shape, L.WORD * ndim)))
 
     @property
     def strides(self) -> tuple:
@@ -46,7 +48,7 @@ class Tensor(Object):
         data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
         if not ndim:
             return ()
-        return struct.unpack(f"<{ndim}q", ctypes.string_at(strides, 8 * ndim))
+        return struct.unpack(f"<{ndim}q", ctypes.string_at(strides, L.WORD * ndim))
 
     @property
     def ndim(self) -> int:
