@@ -40,7 +40,13 @@ from ._function_registry import (
 )
 from ._module import Module, load_module
 from ._object import Object
-from ._object_model import get_registered_type_keys, register_object, type_info
+from ._object_model import (  # noqa: F401  (tvm-ffi's type attribute functions)
+    _lookup_type_attr,
+    _register_type_attr,
+    get_registered_type_keys,
+    register_object,
+    type_info,
+)
 from ._shape import Shape
 from ._string import Bytes, String
 from ._tensor import Tensor, from_dlpack
@@ -52,6 +58,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "access_path": ("rffi.access_path", None),
     "dataclasses": ("rffi.dataclasses", None),
+    "MISSING": ("rffi.dataclasses", "MISSING"),
     "serialization": ("rffi.serialization", None),
     "structural": ("rffi.structural", None),
     "deep_copy": ("rffi.structural", "deep_copy"),
@@ -112,6 +119,7 @@ __all__ = [
     "Function",
     "LIB_PATH",
     "List",
+    "MISSING",
     "Map",
     "Module",
     "Object",

@@ -27,6 +27,7 @@ from . import shard as shard
 from . import structural as structural
 from . import testing as testing
 from .access_path import AccessPath
+from .dataclasses import MISSING as MISSING
 from .dataclasses import method as method
 from .session import DFunction as DFunction
 from .session import DModule as DModule
@@ -54,6 +55,7 @@ __all__ = [
     "Function",
     "LIB_PATH",
     "List",
+    "MISSING",
     "Map",
     "Module",
     "Object",
@@ -95,7 +97,7 @@ __all__ = [
 ]
 
 __version__: str
-# tvm-ffi's module names: the registry functions, and the error functions and classes.
+# tvm-ffi's module names: the function registry's functions, and the error functions and classes.
 registry: ModuleType
 error: ModuleType
 LIB_PATH: str
@@ -407,6 +409,8 @@ def register_object(type_key: _O) -> _O: ...
 @overload
 def register_object(type_key: str | None = None) -> Callable[[_O], _O]: ...
 def type_info(key_or_index: str | int) -> dict[str, Any]: ...
+def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) -> Any: ...
+def _register_type_attr(type_index: int, attr_key: str, value: Any) -> None: ...
 def get_registered_type_keys() -> list[str]: ...
 def structural_equal(
     lhs: Any, rhs: Any, map_free_vars: bool = ..., skip_tensor_content: bool = ...
