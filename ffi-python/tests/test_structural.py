@@ -340,7 +340,7 @@ def test_hooks_of_runtime_types():
 def test_hooks_of_py_classes():
     from rffi._ffi_api import RecursiveEq, RecursiveHash, RecursiveLt
 
-    @dc.py_class("test_structural.py.Keyed")
+    @dc.py_class("test_structural.py.Keyed", eq=True)
     class Keyed:
         key: int
         label: str
