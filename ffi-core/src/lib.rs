@@ -144,6 +144,7 @@ pub mod string;
 pub mod structural;
 pub mod tensor;
 mod testing;
+mod testing_dataclass_types;
 mod testing_types;
 pub mod type_registry;
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ._dataclass_dunders import adopt
 from ._function_registry import get_global_func, init_ffi_api
 from ._object import Object
 from ._object_model import register_object, type_info
@@ -74,3 +75,40 @@ class TestObjectBase(Object):
 @register_object("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
     __slots__ = ()
+
+
+# tvm-ffi's dataclass testing classes, over the runtime's types of the same keys
+# (ffi-core/src/testing_dataclass_types.rs), with tvm-ffi's options.
+@c_class("testing.TestCxxClassBase")
+class _TestCxxClassBase(Object):
+    """Its own ``__init__`` stores ``v_i64 + 1`` and ``v_i32 + 2`` (copies keep the values)."""
+
+    __test__ = False
+    not_field_1 = 1
+
+    def __init__(self, v_i64: int, v_i32: int) -> None:
+        caller = f"{type(self).__qualname__}.__init__()"
+        made = get_global_func("ffi.ObjectCreateInit")(
+            type(self).__rffi_type_index__, caller, "v_i64", 0, v_i64 + 1, "v_i32", 1, v_i32 + 2
+        )
+        adopt(self, made)
+
+
+@c_class("testing.TestCxxClassDerived", eq=True, order=True, unsafe_hash=True)
+class _TestCxxClassDerived(_TestCxxClassBase):
+    __test__ = False
+
+
+@c_class("testing.TestCxxClassDerivedDerived")
+class _TestCxxClassDerivedDerived(_TestCxxClassDerived):
+    __test__ = False
+
+
+@c_class("testing.TestCxxInitSubset")
+class _TestCxxInitSubset(Object):
+    __test__ = False
+
+
+@c_class("testing.TestCxxKwOnly")
+class _TestCxxKwOnly(Object):
+    __test__ = False
