@@ -242,6 +242,7 @@ fn norm_and_elementwise_variants() {
             len,
             vec,
             aligned_rows: aligned,
+            contiguous: aligned || len % vec != 0,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
         format!("{} {}", l.kernel, l.block)
@@ -252,8 +253,15 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
+    // Long 16-bit rows: 1024 threads of 8 packs, read once; float32 rows of 65536 are longer
+    // than a block's registers.
+    assert_eq!(np(65536, 8, true), "layer_norm_block_8 1024");
     assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
-    assert_eq!(np(4097, 4, false), "layer_norm_rows 512");
+    // Odd lengths, contiguous: packs after peeling, in registers.
+    assert_eq!(np(4097, 8, false), "layer_norm_block_2 256");
+    assert_eq!(np(4097, 4, false), "layer_norm_block_4 256");
+    // Strided or differently aligned rows: the generic two-read block.
+    assert_eq!(np(4096, 4, false), "layer_norm_rows 512");
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
     use elementwise::Form;
     let tuned = elementwise::Params::of(&tuned);
