@@ -64,14 +64,11 @@ pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
     let k = names(op);
     let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
     let nv = len / v;
-    if c.aligned_rows && len % v == 0 {
-        if nv <= 32 * 4 {
-            let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
-            let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
-            let why =
-                format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
-            return (Kind::Packed, Launch::new(name, rows.cdiv(8), 256), why);
-        }
+    if c.aligned_rows && len % v == 0 && nv <= 32 * 4 {
+        let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
+        let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
+        let why = format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
+        return (Kind::Packed, Launch::new(name, rows.cdiv(8), 256), why);
     }
     // Rows that fit a block's registers (at most 8 packs a thread, 64 registers): read once.
     // Up to `block_threads` threads where the tuned packs allow, else up to 1024 (long rows such

@@ -218,8 +218,23 @@ fn reduction_walk_per_shape_class() {
             ..class(4096, 65536, 4096, Some(1))
         },
     );
+    // 512 packs of outputs: 16 blocks of 32 packs x 8 slices; 4 blocks an SM over 16 columns
+    // of blocks would be 33 chunks; at least 8 x 256 rows each makes 32.
     assert!(
-        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 2,
+        p.main.kernel == "sum_cols_tile" && p.main.grid == (16, 32) && p.main.block == 256,
+        "{p:?}"
+    );
+    // Fewer than 32 packs of outputs: a thread per pack.
+    let p = reduce_plan(
+        &t,
+        Op::Sum,
+        reduce::Class {
+            col_pack: 8,
+            ..class(128, 65536, 128, Some(1))
+        },
+    );
+    assert!(
+        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 1,
         "{p:?}"
     );
     let p = reduce_plan(&t, Op::Min, class(16, 1 << 20, 16, Some(1)));
@@ -307,6 +322,41 @@ fn broadcast_forms() {
 }
 
 #[test]
+fn tiled_forms() {
+    use elementwise::tiled_form;
+    let dbg = |t| format!("{t:?}");
+    // a.T + b (a transposed, b compact) into a compact output: a through shared memory.
+    let t = tiled_form(&[64, 96], &[&[1, 64], &[96, 1], &[96, 1]]).unwrap();
+    assert!(dbg(t).contains("r: 64, c: 96"), "{t:?}");
+    assert!(dbg(t).contains("via: [1, 0]"), "{t:?}");
+    // A transposed copy: one input, the output's strides in the last slot.
+    let t = tiled_form(&[40, 33], &[&[1, 40], &[33, 1]]).unwrap();
+    assert!(
+        dbg(t).contains("sr: [1, 0, 33], sc: [40, 0, 1], via: [1, 0]"),
+        "{t:?}"
+    );
+    // Nothing transposed, a dim under a tile's side, more than two dims, a strided output: no.
+    assert!(tiled_form(&[64, 96], &[&[96, 1], &[96, 1], &[96, 1]]).is_none());
+    assert!(tiled_form(&[16, 96], &[&[1, 16], &[96, 1], &[96, 1]]).is_none());
+    assert!(tiled_form(&[4, 64, 96], &[&[1, 4, 256], &[1, 4, 256], &[6144, 96, 1]]).is_none());
+    assert!(tiled_form(&[64, 96], &[&[1, 64], &[96, 1], &[192, 2]]).is_none());
+    let t = table();
+    let tuned = Tuned::select(&TuneView::new(&t, Some("sm_90")), "elementwise", &[]).unwrap();
+    let tuned = elementwise::Params::of(&tuned);
+    let (l, why) = elementwise::plan(
+        "add",
+        false,
+        1 << 26,
+        elementwise::Form::Tiled,
+        4,
+        SMS,
+        tuned,
+    );
+    assert_eq!((l.kernel, l.block, l.grid.0), ("add_tiled", 256, 8 * 132));
+    assert!(why.text().contains("32 x 32 tiles"), "{}", why.text());
+}
+
+#[test]
 fn every_planned_kernel_is_in_the_source() {
     let dt = dt_of(DataType::bfloat16()).unwrap();
     let src = |f| module_source(&dt, f);
@@ -349,8 +399,13 @@ fn every_planned_kernel_is_in_the_source() {
         "rows_32",
         "rows_block",
         "cols",
+        "cols_vec",
+        "cols_tile",
         "combine",
     ] {
         assert!(reduce_src.contains(&format!("NAME##_{v}(")), "{v}");
     }
+    let ew = src(Family::Elementwise);
+    assert!(ew.contains("NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L)"));
+    assert!(ew.contains("NAME##_tiled(u64 pa, u64 po, Tl L)"));
 }
