@@ -21,6 +21,8 @@ pub struct Class {
     /// Rows contiguous in x and out, each at the same distance from 16-byte alignment in both
     /// (packs after peeling a few elements).
     pub contiguous: bool,
+    /// Weight and bias absent or contiguous and 16-byte aligned (read as packs).
+    pub wvec: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,7 +33,7 @@ pub enum Kind {
     Rows,
 }
 
-fn names(op: Op) -> [&'static str; 8] {
+fn names(op: Op) -> [&'static str; 11] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -43,6 +45,9 @@ fn names(op: Op) -> [&'static str; 8] {
                 concat!($p, "_block_4"),
                 concat!($p, "_block_8"),
                 concat!($p, "_rows"),
+                concat!($p, "_block_any_1"),
+                concat!($p, "_block_any_2"),
+                concat!($p, "_block_any_4"),
             ]
         };
     }
@@ -72,10 +77,13 @@ pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
     }
     // Rows that fit a block's registers (at most 8 packs a thread, 64 registers): read once.
     // Up to `block_threads` threads where the tuned packs allow, else up to 1024 (long rows such
-    // as 65536 16-bit elements: 1024 threads of 8 packs) rather than a second read.
+    // as 65536 16-bit elements: 1024 threads of 8 packs) rather than a second read. Aligned rows
+    // of whole packs with weight and bias as packs take `block_PK`; other contiguous rows (odd
+    // lengths, a strided weight) `block_any_PK`, at most 4 packs a thread (its registers).
+    let plain = c.aligned_rows && len % v == 0 && c.wvec;
     if c.contiguous {
         // The packs between the peeled head and tail: at most len / v.
-        let most = (32 / v).clamp(1, 8);
+        let most = (32 / v).clamp(1, if plain { 8 } else { 4 });
         let wanted = tuned.get("packs", 2).clamp(1, most);
         let cap = tuned.get("block_threads", 512).clamp(32, 1024);
         let all = [1i64, 2, 4, 8];
@@ -91,20 +99,21 @@ pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
             .or_else(|| {
                 all.into_iter()
                     .enumerate()
-                    .find(|&(_, p)| nv.cdiv(p) <= 1024)
+                    .find(|&(_, p)| (plain || p <= 4) && nv.cdiv(p) <= 1024)
             });
         if let Some((i, pk)) = fit {
             let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 1024) as u64;
             let why = format!(
                 "rows of {len}{} fit a block's registers: {pk} packs a thread, {threads} \
                  threads, each element read once",
-                if c.aligned_rows && len % v == 0 {
+                if plain {
                     ""
                 } else {
-                    " (packs after peeling to alignment)"
+                    " (packs after peeling to alignment; weight and bias element by element)"
                 }
             );
-            return (Kind::Packed, Launch::new(k[3 + i], rows, threads), why);
+            let name = if plain { k[3 + i] } else { k[8 + i] };
+            return (Kind::Packed, Launch::new(name, rows, threads), why);
         }
     }
     let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
@@ -142,6 +151,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
         vec: v,
         aligned_rows: sx == 1 && so == 1 && row_alignment(x, o, axis, v, false),
         contiguous: sx == 1 && so == 1 && row_alignment(x, o, axis, v, true),
+        wvec: vector(call.weight).2 && vector(call.bias).2,
     };
     let vars = [
         ("cols", len),

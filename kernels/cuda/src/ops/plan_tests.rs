@@ -258,6 +258,7 @@ fn norm_and_elementwise_variants() {
             vec,
             aligned_rows: aligned,
             contiguous: aligned || len % vec != 0,
+            wvec: true,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
         format!("{} {}", l.kernel, l.block)
@@ -273,8 +274,8 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(65536, 8, true), "layer_norm_block_8 1024");
     assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
     // Odd lengths, contiguous: packs after peeling, in registers.
-    assert_eq!(np(4097, 8, false), "layer_norm_block_2 256");
-    assert_eq!(np(4097, 4, false), "layer_norm_block_4 256");
+    assert_eq!(np(4097, 8, false), "layer_norm_block_any_2 256");
+    assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");
     // Strided or differently aligned rows: the generic two-read block.
     assert_eq!(np(4096, 4, false), "layer_norm_rows 512");
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
