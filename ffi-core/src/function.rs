@@ -123,6 +123,7 @@ where
     let this = unsafe { &*handle.cast::<RFFIObject>().add(1).cast::<RustFunction<F>>() };
     // A plain `catch_unwind`: the panic hook finds this frame on the stack (`panics`), so the
     // call pays nothing for staying quiet.
+    #[allow(clippy::disallowed_methods)]
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if num_args < 0 || (num_args > 0 && args.is_null()) {
             return Err(CallError::Raised(Error::value_error(

@@ -2,7 +2,8 @@
 //! prints those not at all: the error carries the message and the site to whoever handles it.
 //!
 //! Three kinds of boundary catch panics, and each is known to the hook its own way:
-//! - `error::catch_panic` (a plugin's init, a session worker's commands, code built on rffi)
+//! - `error::catch_panic` (a plugin's init, a session worker's commands, the kernel backends'
+//!   probes and CUDA/NCCL calls, code built on rffi)
 //!   counts itself in this thread's guard while it runs (`call_depth::catching`);
 //! - the call of a Rust function (`function::rust_call::<F>`) and the C entry points
 //!   (`capi::boundary::guard`), the hot paths (a few nanoseconds each), do nothing at call time.

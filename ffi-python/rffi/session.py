@@ -101,8 +101,9 @@ class DRef:
         """Loads safetensors weights on every worker, each getting its slice by ``shard_info`` (a
         dict or a JSON path; see ``rffi.shard``): name -> DRef. ``via="read"``: every worker
         reads its own slice; ``"ccl"``: worker 0 reads and shards, and sends each worker its
-        slice through the communicator (``init_ccl("shm")``); ``"auto"``: ``"ccl"`` when one is
-        up, else ``"read"``."""
+        slice through the communicator (``init_ccl``; with NCCL the parameters are tensors on
+        each worker's GPU); ``"auto"``: ``"ccl"`` when NCCL is up, else ``"read"`` (on one host
+        every worker reading is faster than a scatter through shared memory)."""
         from .shard import load_params
 
         return load_params(self, weights_path, shard_info, progress=progress, via=via)
@@ -259,8 +260,9 @@ class _Session(_Collectives):
         """Loads safetensors weights on every worker, each getting its slice by ``shard_info`` (a
         dict or a JSON path; see ``rffi.shard``): name -> DRef. ``via="read"``: every worker
         reads its own slice; ``"ccl"``: worker 0 reads and shards, and sends each worker its
-        slice through the communicator (``init_ccl("shm")``); ``"auto"``: ``"ccl"`` when one is
-        up, else ``"read"``."""
+        slice through the communicator (``init_ccl``; with NCCL the parameters are tensors on
+        each worker's GPU); ``"auto"``: ``"ccl"`` when NCCL is up, else ``"read"`` (on one host
+        every worker reading is faster than a scatter through shared memory)."""
         from .shard import load_params
 
         return load_params(self, weights_path, shard_info, progress=progress, via=via)

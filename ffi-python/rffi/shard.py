@@ -52,8 +52,10 @@ def load_params(
 ) -> dict:
     """``sess.load_params``: every worker gets its own slice; name -> DRef. ``via``: "read"
     (each worker reads its slice), "ccl" (worker 0 reads and scatters through the session's
-    communicator) or "auto" ("ccl" when ``init_ccl("shm")`` is up, else "read"). A failure on
-    any worker raises here (with its rank) and frees what the others loaded."""
+    communicator; with NCCL, into tensors on each worker's GPU) or "auto" ("ccl" when
+    ``init_ccl("nccl")`` is up, else "read": with shared memory on one host every worker
+    reading its own slice is faster). A failure on any worker raises here (with its rank) and
+    frees what the others loaded."""
     load = sess.get_global_func("rffi.shard.load_worker")
     loaded = load(os.fspath(weights_path), _info_text(shard_info), bool(progress), str(via))
     sess.sync()

@@ -44,12 +44,21 @@ def test_a_killed_worker_is_reported_by_rank_without_hanging(python):
 
 
 EXIT_SCRIPT = """
+import sys
 import rffi
 s = rffi.{cls}
 f = s.get_global_func("testing.add_one")
 r = f(1)
 s.sync()
 print(" ".join(map(str, getattr(s, "worker_pids", []))), flush=True)
+
+
+class NoImports:  # from here to the end of the interpreter, any import shows on stderr
+    def find_spec(self, name, path=None, target=None):
+        sys.stderr.write(f"imported at exit: {{name}}\\n")
+
+
+sys.meta_path.insert(0, NoImports())
 {ending}
 """
 
@@ -160,6 +169,56 @@ def test_ctrl_c_during_sync_raises_and_the_session_stays_usable():
     # handler, which the suite's process lacks when a background job started it).
     out = subprocess.run(
         [sys.executable, "-c", CTRL_C_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr
+
+
+WAIT_MODULE = """
+import os, time
+import rffi
+
+
+@rffi.register_global_func("pytest_session.wait_for_file", override=True)
+def wait_for_file(path):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.005)
+    return path
+"""
+
+CTRL_C_PROCESS_SCRIPT = """
+import signal, sys, threading
+import rffi
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+release = sys.argv[1]
+s = rffi.ProcessSession(2, python=True)
+s.import_python_module("rffi_session_wait")
+s.get_global_func("pytest_session.wait_for_file")(release)  # every worker waits for the file
+threading.Timer(0.1, lambda: signal.raise_signal(signal.SIGINT)).start()
+try:
+    s.sync()
+    raise SystemExit("sync was not interrupted")
+except KeyboardInterrupt:
+    pass
+open(release, "w").close()
+s.sync()
+assert s.get_global_func("session.worker_rank")().fetch(1) == 1
+s.shutdown()
+print("ok")
+"""
+
+
+def test_ctrl_c_during_a_sync_on_worker_processes(tmp_path):
+    (tmp_path / "rffi_session_wait.py").write_text(WAIT_MODULE)
+    out = subprocess.run(
+        [sys.executable, "-c", CTRL_C_PROCESS_SCRIPT, str(tmp_path / "release")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr
 

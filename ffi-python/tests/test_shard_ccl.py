@@ -1,6 +1,7 @@
-"""``sess.load_params`` through a communicator (``init_ccl("shm")``): worker 0 reads and shards,
-the others receive their slices by scatter (replicated parameters by broadcast) and never open
-the weights. Compared with the per-worker read path and with numpy."""
+"""``sess.load_params(..., via="ccl")`` through a communicator (``init_ccl("shm")``): worker 0
+reads and shards, the others receive their slices by scatter (replicated parameters by broadcast)
+and never open the weights. Compared with the per-worker read path and with numpy. ``via="auto"``
+reads on every worker with shared memory (faster on one host) and scatters only with NCCL."""
 
 import json
 
@@ -77,9 +78,12 @@ def test_ccl_load_equals_read_and_numpy(weights, kind, n):
         read = values(sess.load_params(weights, plan(n), progress=False), n)
         assert files_opened(sess) == [1] * n
         sess.init_ccl("shm")
-        got = values(sess.load_params(weights, plan(n), progress=False), n)
+        # With shared memory "auto" reads on every worker (faster on one host than a scatter).
+        sess.load_params(weights, plan(n), progress=False)
+        assert files_opened(sess) == [2] * n
+        got = values(sess.load_params(weights, plan(n), progress=False, via="ccl"), n)
         # Only worker 0 opened the file again.
-        assert files_opened(sess) == [2] + [1] * (n - 1)
+        assert files_opened(sess) == [3] + [2] * (n - 1)
         assert sorted(got) == sorted([*PARAMS, "qkv"])
         for name, per_rank in got.items():
             for r, v in enumerate(per_rank):
@@ -128,7 +132,7 @@ def test_errors_reach_every_worker(weights, sess_kind, info, kind, msg):
     with KINDS[sess_kind](2) as sess:
         sess.init_ccl("shm")
         with pytest.raises(kind, match=pattern) as e:
-            sess.load_params(weights, info, progress=False)
+            sess.load_params(weights, info, progress=False, via="ccl")
         assert e.value.rank in (0, 1)
         # Every worker failed with the same error and kept nothing: each result is an error.
         load = sess.get_global_func("rffi.shard.load_worker")

@@ -355,8 +355,13 @@ fn load_params_through_the_communicator_reads_on_worker_0_only() {
             assert!(e.message().contains("no communicator"), "{}", e.message());
             let read = s.load_params(path, &info, false).unwrap();
             s.init_ccl("shm", &[]).unwrap();
+            // With shared memory `Via::Auto` reads on every worker (the faster path there).
             let before = files_opened(&s);
-            let got = s.load_params(path, &info, false).unwrap();
+            s.load_params(path, &info, false).unwrap();
+            let after = files_opened(&s);
+            assert_eq!(after, before.iter().map(|b| b + 1).collect::<Vec<_>>());
+            let before = after;
+            let got = s.load_params_via(path, &info, false, Via::Ccl).unwrap();
             let after = files_opened(&s);
             assert_eq!(after[0], before[0] + 1, "{kind} {n}: worker 0 reads");
             assert_eq!(after[1..], before[1..], "{kind} {n}: the others do not");
@@ -370,7 +375,7 @@ fn load_params_through_the_communicator_reads_on_worker_0_only() {
             }
             // Worker 0's failure reaches every worker; the communicator stays usable.
             let bad = ShardInfo::parse(r#"{"w": [["no.such", [[2], "float32"]]]}"#).unwrap();
-            let e = err_of(s.load_params(path, &bad, false));
+            let e = err_of(s.load_params_via(path, &bad, false, Via::Ccl));
             assert!(
                 e.message().contains("parameter `w`, step 0"),
                 "{}",

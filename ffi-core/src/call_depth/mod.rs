@@ -174,6 +174,7 @@ pub(crate) fn catching<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     let counter = unsafe { &(*guard).catching };
     let outer = counter.load(Ordering::Relaxed);
     counter.store(outer + 1, Ordering::Relaxed);
+    #[allow(clippy::disallowed_methods)] // this is `catch_panic`'s own catch
     let r = catch_unwind(AssertUnwindSafe(f));
     counter.store(outer, Ordering::Relaxed);
     r

@@ -10,6 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// `catch_unwind`, which costs nothing: the panic hook knows a panic here is caught from the
 /// exported entry point's frame on the stack (`panics`).
 #[inline]
+#[allow(clippy::disallowed_methods)]
 pub fn guard(body: impl FnOnce() -> Result<()>) -> i32 {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,

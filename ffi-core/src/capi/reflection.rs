@@ -62,7 +62,7 @@ pub unsafe extern "C" fn RFFITypeGetOrAllocIndex(
 
 /// See `RFFIGetTypeInfo` in the C header (`include/rffi/c_api.h`).
 pub extern "C" fn RFFIGetTypeInfo(type_index: i32) -> *const RFFITypeInfo {
-    std::panic::catch_unwind(|| type_registry::type_info(type_index))
+    crate::error::catch_panic(|| type_registry::type_info(type_index))
         .ok()
         .flatten()
         .map_or(core::ptr::null(), |i| i as *const _)

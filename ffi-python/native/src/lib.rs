@@ -22,6 +22,8 @@
 //! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function
 //! keeps it (see `gil` and `call`), and the callbacks, which take it back (`gil`).
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
+// Plain `catch_unwind` at the entries: see the note at its import below.
+#![allow(clippy::disallowed_methods)]
 
 mod builtins;
 mod call;

@@ -10,6 +10,7 @@
 //! `dst` is an error before anything is transferred.
 
 pub mod nccl;
+mod nccl_mem;
 pub mod reduce;
 pub mod registry;
 pub mod session_api;
@@ -356,6 +357,39 @@ impl Comm {
             Comm::Nccl(c) => c.device(),
         }
     }
+
+    /// A new tensor on the communicator's device.
+    pub fn empty(&self, shape: &[i64], dtype: DataType) -> Result<Tensor> {
+        match self {
+            Comm::Shm(_) => Tensor::empty(shape, dtype, Device::cpu()),
+            Comm::Nccl(c) => c.empty(shape, dtype),
+        }
+    }
+
+    /// The contiguous host tensor `host` on the communicator's device (itself on the CPU).
+    pub fn upload(&self, host: &Tensor) -> Result<Tensor> {
+        match self {
+            Comm::Shm(_) => Ok(host.clone()),
+            Comm::Nccl(c) => c.upload(host),
+        }
+    }
+
+    /// `t` (on the communicator's device) on the host, once the collectives before have run.
+    pub fn download(&self, t: &Tensor) -> Result<Tensor> {
+        match self {
+            Comm::Shm(_) => Ok(t.clone()),
+            Comm::Nccl(c) => c.download(t),
+        }
+    }
+
+    /// Waits until the collectives this rank has enqueued have finished (shared memory: they
+    /// have when they return).
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Comm::Shm(_) => Ok(()),
+            Comm::Nccl(c) => c.synchronize(),
+        }
+    }
 }
 
 /// Checks the tensor of a send or receive.
@@ -376,7 +410,12 @@ pub fn set_comm(c: Option<Comm>) {
 /// Runs `f` with this worker's communicator.
 pub fn with_comm<T>(what: &str, f: impl FnOnce(&mut Comm) -> Result<T>) -> Result<T> {
     COMM.with(|s| {
-        let mut s = s.borrow_mut();
+        let mut s = s.try_borrow_mut().map_err(|_| {
+            Error::runtime_error(format!(
+                "{what}: this worker's communicator is busy (a collective called from inside \
+                 a load through it)"
+            ))
+        })?;
         let c = s.as_mut().ok_or_else(|| {
             Error::runtime_error(format!(
                 "{what}: no communicator on this worker: call init_ccl(\"shm\") or \

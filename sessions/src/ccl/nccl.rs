@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 /// Runs `f`, turning a panic (cudarc panics when a library or a symbol is missing) into an error,
 /// quietly, the way every rffi boundary does (`catch_panic`).
-fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(super) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_panic(f).unwrap_or_else(|e| Err(e.context(what)))
 }
 
@@ -150,11 +150,16 @@ impl NcclComm {
         Device::cuda(self.device)
     }
 
+    /// This rank's GPU context (the device's primary context).
+    pub(super) fn context(&self) -> Arc<CudaContext> {
+        self.ctx.clone()
+    }
+
     fn stream(&self) -> sys::cudaStream_t {
         rffi_core::stream::current_stream(self.device()).cast()
     }
 
-    fn enter(&self, what: &str) -> Result<()> {
+    pub(super) fn enter(&self, what: &str) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| {
             Error::runtime_error(format!("{what}: binding GPU {}: {e:?}", self.device))
         })

@@ -278,10 +278,14 @@ fn to_map(params: Vec<(String, Tensor)>) -> Result<Map> {
 /// How a session's workers get their parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Via {
-    /// `Ccl` when the workers have a communicator on CPU tensors (`init_ccl("shm")`), else `Read`.
+    /// The fastest correct path: `Ccl` when the workers have an NCCL communicator (the slices
+    /// reach the GPUs through it), else `Read`. With shared memory on one host every worker
+    /// reading its own slice from the page cache is faster than a scatter through the
+    /// communicator (docs/BENCHMARKS.md), so `Auto` reads there.
     Auto,
     /// Worker 0 reads and shards for every worker and sends each its slice through the
-    /// communicator; the others never open the weights.
+    /// communicator; the others never open the weights. With NCCL the parameters are GPU
+    /// tensors on each worker's GPU (worker 0 copies its host shards to its GPU first).
     Ccl,
     /// Every worker reads its own slice.
     Read,
@@ -399,7 +403,7 @@ register_global_packed!(
         let progress = progress && rank == 0;
         let params = match via {
             Via::Ccl => via_ccl::load(&weights, &info, progress)?,
-            Via::Auto if via_ccl::cpu_comm_up() => via_ccl::load(&weights, &info, progress)?,
+            Via::Auto if via_ccl::gpu_comm_up() => via_ccl::load(&weights, &info, progress)?,
             _ => load_local_path(&weights, &info, rank, world, progress)?,
         };
         Ok(Any::from(to_map(params)?))

@@ -1,6 +1,8 @@
 //! Loading through a communicator: worker 0 opens the weights, runs every parameter's plan for
 //! all workers (`[num_workers, ...]`) and sends worker i its slice with a scatter from worker 0
-//! (a replicated parameter with a broadcast), so the other workers never open the file.
+//! (a replicated parameter with a broadcast), so the other workers never open the file. With
+//! NCCL worker 0 first copies each parameter's shards to its GPU, and every worker's parameters
+//! are tensors on its GPU.
 //!
 //! Worker 0 leads every step with a message the others receive by broadcast: the next
 //! parameter's name, shape and dtype, its own failure, or the end. Every rank therefore makes
@@ -10,19 +12,17 @@
 //! a scatter or broadcast computes nothing, so every safetensors dtype goes through.
 
 use super::{begin, check_world, shard_param, ShardInfo, Weights};
-use crate::ccl::{self, with_comm, Kind};
-use rffi_core::{DataType, Device, Error, Result, Tensor};
+use crate::ccl::{self, with_comm, Comm, Kind};
+use rffi_core::{DataType, Error, Result, Tensor};
 use serde_json::{json, Value};
 
 const WHAT: &str = "rffi.shard.load_worker";
 
 /// Runs a broadcast or scatter from worker 0 of `dst`'s bytes (`src` on worker 0 only).
-fn move_bytes(kind: Kind, src: Option<&Tensor>, dst: Result<&Tensor>) -> Result<()> {
+fn move_bytes(c: &mut Comm, kind: Kind, src: Option<&Tensor>, dst: Result<&Tensor>) -> Result<()> {
     let (rank, world) = rank_world()?;
-    with_comm(WHAT, |c| {
-        let plan = dst.and_then(|d| ccl::byte_plan(kind, src, d, rank, world, c.device()));
-        c.run(kind.name(), plan)
-    })
+    let plan = dst.and_then(|d| ccl::byte_plan(kind, src, d, rank, world, c.device()));
+    c.run(kind.name(), plan)
 }
 
 fn rank_world() -> Result<(usize, usize)> {
@@ -30,71 +30,99 @@ fn rank_world() -> Result<(usize, usize)> {
         .ok_or_else(|| Error::runtime_error(format!("`{WHAT}` runs on session workers only")))
 }
 
+/// Worker 0's host tensor on every worker, as a host tensor: worker 0 passes its `host` (`lead`),
+/// the others a host tensor of the same shape and dtype. It travels through the communicator's
+/// device (for NCCL: copied to the GPU, broadcast, copied back).
+fn relay(c: &mut Comm, lead: bool, host: Result<Tensor>) -> Result<Tensor> {
+    let dev = host.and_then(|h| {
+        if lead {
+            c.upload(&h)
+        } else {
+            c.empty(h.shape(), h.dtype())
+        }
+    });
+    let src = dev.as_ref().ok().filter(|_| lead);
+    move_bytes(c, Kind::Broadcast, src, dev.as_ref().map_err(Error::clone))?;
+    c.download(&dev?)
+}
+
 /// Worker 0's message `msg` on every worker.
-fn exchange(msg: Option<Value>) -> Result<Value> {
+fn exchange(c: &mut Comm, msg: Option<Value>) -> Result<Value> {
     let text = msg.map(|m| m.to_string());
-    let len = Tensor::from_slice(&[text.as_ref().map_or(0, |t| t.len() as i64)], &[1])?;
-    move_bytes(Kind::Broadcast, text.as_ref().map(|_| &len), Ok(&len))?;
-    let n = len.to_vec::<i64>()?[0];
+    let lead = text.is_some();
+    let len = Tensor::from_slice(&[text.as_ref().map_or(0, |t| t.len() as i64)], &[1]);
+    let n = relay(c, lead, len)?.to_vec::<i64>()?[0];
     let bytes = match &text {
         Some(t) => Tensor::from_slice(t.as_bytes(), &[n]),
-        None => Tensor::empty(&[n], DataType::uint(8), Device::cpu()),
+        None => Tensor::alloc_cpu(&[n], DataType::uint(8)),
     };
-    move_bytes(
-        Kind::Broadcast,
-        text.as_ref().and(bytes.as_ref().ok()),
-        bytes.as_ref().map_err(Error::clone),
-    )?;
-    let bytes = bytes?.to_vec::<u8>()?;
+    let bytes = relay(c, lead, bytes)?.to_vec::<u8>()?;
     serde_json::from_slice(&bytes).map_err(|e| {
         Error::runtime_error(format!("{WHAT}: a malformed message from worker 0: {e}"))
     })
 }
 
 /// Worker 0: sends `e` to the others and returns it.
-fn fail(e: Error) -> Error {
+fn fail(c: &mut Comm, e: Error) -> Error {
     // A failing exchange means the others already fail through the communicator.
-    let _ = exchange(Some(json!({"error": e.kind(), "message": e.message()})));
+    let _ = exchange(c, Some(json!({"error": e.kind(), "message": e.message()})));
     e
+}
+
+/// Worker 0's `full` parameter on the communicator's device, and where its own part goes: a
+/// new tensor of `shape` for a sharded parameter, the same tensor for a replicated one.
+fn stage(c: &Comm, full: &Tensor, sharded: bool, shape: &[i64]) -> Result<(Tensor, Tensor)> {
+    let src = c.upload(full)?;
+    let dst = if sharded {
+        c.empty(shape, full.dtype())?
+    } else {
+        src.clone()
+    };
+    Ok((src, dst))
 }
 
 /// Worker 0's side: loads and sends every parameter; keeps its own slices.
 fn lead(
+    c: &mut Comm,
     weights: &str,
     info: &ShardInfo,
     world: usize,
     progress: bool,
 ) -> Result<Vec<(String, Tensor)>> {
-    let weights = Weights::open(weights).map_err(fail)?;
-    let (names, sizes, mut bar) = begin(&weights, info, progress).map_err(fail)?;
+    let weights = Weights::open(weights).map_err(|e| fail(c, e))?;
+    let (names, sizes, mut bar) = begin(&weights, info, progress).map_err(|e| fail(c, e))?;
     let mut out = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
-        let full = shard_param(&weights, info, name, 0..world, world).map_err(fail)?;
+        let full = shard_param(&weights, info, name, 0..world, world).map_err(|e| fail(c, e))?;
         let t = weights.get(name).expect("a name the weights listed");
         let sharded = info.params.get(*name).and_then(|s| s.last());
         let shape = sharded.map_or(t.shape.clone(), |s| s.out_shape[1..].to_vec());
-        exchange(Some(json!({
-            "param": name,
-            "shape": shape,
-            "dtype": full.dtype().to_string(),
-            "sharded": sharded.is_some(),
-        })))?;
-        let mine = if sharded.is_some() {
-            let dst = Tensor::empty(&shape, full.dtype(), Device::cpu());
-            move_bytes(
-                Kind::Scatter,
-                Some(&full),
-                dst.as_ref().map_err(Error::clone),
-            )?;
-            dst?
+        // Staged before the others are told, so a failure (no GPU memory) reaches them.
+        let (src, mine) = stage(c, &full, sharded.is_some(), &shape).map_err(|e| fail(c, e))?;
+        drop(full);
+        exchange(
+            c,
+            Some(json!({
+                "param": name,
+                "shape": shape,
+                "dtype": mine.dtype().to_string(),
+                "sharded": sharded.is_some(),
+            })),
+        )?;
+        let kind = if sharded.is_some() {
+            Kind::Scatter
         } else {
-            move_bytes(Kind::Broadcast, Some(&full), Ok(&full))?;
-            full
+            Kind::Broadcast
         };
+        move_bytes(c, kind, Some(&src), Ok(&mine))?;
+        if !src.same_as(&mine) {
+            // The staging copy is freed next: the scatter reading it must be done.
+            c.synchronize()?;
+        }
         out.push((name.to_string(), mine));
         bar.step(i + 1, names.len(), sizes[i]);
     }
-    exchange(Some(json!({"done": out.len()})))?;
+    exchange(c, Some(json!({"done": out.len()})))?;
     Ok(out)
 }
 
@@ -107,10 +135,10 @@ fn field<'a>(msg: &'a Value, key: &str) -> Result<&'a Value> {
 }
 
 /// The other workers' side: receives every parameter worker 0 sends.
-fn follow() -> Result<Vec<(String, Tensor)>> {
+fn follow(c: &mut Comm) -> Result<Vec<(String, Tensor)>> {
     let mut out = Vec::new();
     loop {
-        let msg = exchange(None)?;
+        let msg = exchange(c, None)?;
         if msg.get("done").is_some() {
             return Ok(out);
         }
@@ -130,14 +158,16 @@ fn follow() -> Result<Vec<(String, Tensor)>> {
             Some(true) => Kind::Scatter,
             _ => Kind::Broadcast,
         };
-        // A failure here still joins the collective, which then fails on every worker.
-        let dst = shape.and_then(|s| Tensor::empty(&s, dtype?, Device::cpu()));
-        move_bytes(kind, None, dst.as_ref().map_err(Error::clone))?;
+        // A failure here still joins the collective, which then fails on every worker (shared
+        // memory; NCCL cannot tell the others).
+        let dst = shape.and_then(|s| c.empty(&s, dtype?));
+        move_bytes(c, kind, None, dst.as_ref().map_err(Error::clone))?;
         out.push((name, dst?));
     }
 }
 
-/// This worker's parameters, read by worker 0 and sent through the worker's communicator.
+/// This worker's parameters, read by worker 0 and sent through the worker's communicator: CPU
+/// tensors with shared memory, tensors on the worker's GPU with NCCL (returned once there).
 pub(super) fn load(
     weights: &str,
     info: &ShardInfo,
@@ -145,23 +175,18 @@ pub(super) fn load(
 ) -> Result<Vec<(String, Tensor)>> {
     let (rank, world) = rank_world()?;
     check_world(rank, world)?;
-    let device = with_comm(WHAT, |c| Ok(c.device()))?;
-    if device != Device::cpu() {
-        return Err(Error::runtime_error(format!(
-            "{WHAT}: loading through the communicator needs one on CPU tensors \
-             (init_ccl(\"shm\")); this one works on {}:{} (loads make CPU tensors)",
-            device.type_name(),
-            device.index()
-        )));
-    }
-    if rank == 0 {
-        lead(weights, info, world, progress)
-    } else {
-        follow()
-    }
+    with_comm(WHAT, |c| {
+        let params = if rank == 0 {
+            lead(c, weights, info, world, progress)?
+        } else {
+            follow(c)?
+        };
+        c.synchronize()?;
+        Ok(params)
+    })
 }
 
-/// Whether this worker has a communicator on CPU tensors (`init_ccl("shm")`).
-pub(super) fn cpu_comm_up() -> bool {
-    with_comm(WHAT, |c| Ok(c.device() == Device::cpu())).unwrap_or(false)
+/// Whether this worker has an NCCL communicator (then `Via::Auto` loads through it).
+pub(super) fn gpu_comm_up() -> bool {
+    with_comm(WHAT, |c| Ok(matches!(c, Comm::Nccl(_)))).unwrap_or(false)
 }

@@ -137,3 +137,19 @@ def _check(kind, op, out, shape, dtype, seed):
     if got.shape != want.shape:
         raise ValueError(f"{kind}: got {tuple(got.shape)} elements, want {tuple(want.shape)}")
     return float(abs(got - want).max()) if got.shape[0] else 0.0
+
+
+@rffi.register_global_func("ccltest.device_of")
+def _device_of(t):
+    """Where a loaded parameter lives, as "cuda:0" or "cpu"."""
+    if DEVICE == "cuda" and t.device.type != "cpu":
+        return str(torch.from_dlpack(t).device)
+    return "cpu"
+
+
+@rffi.register_global_func("ccltest.to_host")
+def _to_host(t):
+    """A host (numpy) copy of a tensor on this worker, wherever it lives."""
+    if DEVICE == "cuda" and t.device.type != "cpu":
+        return torch.from_dlpack(t).cpu().numpy()
+    return np.from_dlpack(t).copy()
