@@ -61,7 +61,8 @@ fn softmax_kernel_of(
 fn softmax_rows_back_to_back_use_tiles() {
     let t = table();
     // (rows, len, itemsize) -> kernel and block size: 32 KiB of whole rows a tile, for rows up
-    // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster).
+    // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster) and float32 rows
+    // of 257 to 1024 (16-bit ones: a warp per row or lane groups).
     let cases: &[(i64, i64, i64, &str)] = &[
         (1 << 20, 2, 4, "softmax_tile_1_2 256"),
         (1 << 20, 7, 2, "softmax_tile_1_8 256"),
@@ -70,7 +71,12 @@ fn softmax_rows_back_to_back_use_tiles() {
         (1 << 20, 32, 4, "softmax_group_8_4 256"),
         (1 << 20, 100, 2, "softmax_tile_16_8 256"),
         (1 << 20, 100, 4, "softmax_tile_16_8 256"),
-        (1 << 20, 257, 4, "softmax_group_32_16 256"),
+        (1 << 20, 257, 4, "softmax_tile_32_16 256"),
+        (1 << 16, 1000, 4, "softmax_tile_32_32 256"),
+        (1 << 16, 1024, 4, "softmax_tile_32_32 256"),
+        (1 << 20, 256, 4, "softmax_group_32_8 256"),
+        (1 << 16, 1024, 2, "softmax_group_32_32 256"),
+        (1 << 20, 257, 2, "softmax_group_32_16 256"),
     ];
     for &(rows, len, size, want) in cases {
         let got = softmax_kernel_of(&t, rows, len, size, false, true);
