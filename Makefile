@@ -74,9 +74,17 @@ install-test: python-test
 	tests/install/wheel.sh
 
 ## `cargo publish --dry-run` of every publishable crate (packaged and built alone; needs the
-## crates.io index). Internal crates say why in their Cargo.toml (`publish = false`).
+## crates.io index). Internal crates say why in their Cargo.toml (`publish = false`). Cargo unpacks
+## each packaged crate, to verify the crates that depend on it, under
+## $CARGO_HOME/registry/src/-<hash>/ (a local registry's folder) and builds it as a registry
+## crate, which it never rebuilds for the same version: a copy or a build an earlier run left
+## would hide changed sources. So the copies go first, and the check builds in its own target
+## folder, made afresh.
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+PUBLISH_TARGET := $(TARGET_DIR)/publish-check
 publish-check:
-	$(CARGO) publish --dry-run --allow-dirty --workspace
+	rm -rf $(CARGO_HOME_DIR)/registry/src/-*/rffi-* $(PUBLISH_TARGET)
+	CARGO_TARGET_DIR=$(PUBLISH_TARGET) $(CARGO) publish --dry-run --allow-dirty --workspace
 
 ## The Python package: a fresh `pip install ./ffi-python` in target/py-venv, then ruff and pytest.
 python-test: check-tools

@@ -173,3 +173,38 @@ pub unsafe extern "C" fn RFFIFunctionSetGlobalFromMethodInfo(
     // SAFETY: the same contract, forwarded.
     unsafe { capi::reflection::RFFIFunctionSetGlobalFromMethodInfo(info, allow_override) }
 }
+
+/// Sets the attribute `attr_name` of a type (tvm-ffi's type attribute columns: per-type values
+/// such as hooks, looked up by type index in one step). The value is copied (a string becomes an
+/// owned string, an object gains a reference) and kept for the life of the process; a later call
+/// for the same type and name replaces it. An entry is the type's own: it is not inherited.
+/// Registering for type index 0 (None) only makes sure the column exists. An unknown type index
+/// is a KeyError, a NULL value a ValueError.
+///
+/// # Safety
+/// `attr_name` and `attr_value` must be valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn RFFITypeRegisterAttr(
+    type_index: i32,
+    attr_name: *const RFFIByteArray,
+    attr_value: *const RFFIAny,
+) -> i32 {
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::reflection::RFFITypeRegisterAttr(type_index, attr_name, attr_value) }
+}
+
+/// The column of the type attribute `attr_name`: entry `data[t - begin_index]` for type `t` when
+/// `begin_index <= t < begin_index + size`, else absent (an entry holding None is absent too).
+/// NULL if no type has registered that attribute (no error raised). The pointer stays valid for
+/// the life of the process; a later registration may change what it holds, so registration must
+/// not race with readers.
+///
+/// # Safety
+/// `attr_name` must be valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn RFFIGetTypeAttrColumn(
+    attr_name: *const RFFIByteArray,
+) -> *const RFFITypeAttrColumn {
+    // SAFETY: the same contract, forwarded.
+    unsafe { capi::reflection::RFFIGetTypeAttrColumn(attr_name) }
+}

@@ -138,6 +138,16 @@ fn object_types_from_c() {
 }
 
 #[test]
+fn type_attributes_and_extended_native_types_from_c() {
+    let out = run(&build(
+        &cc(),
+        "tests/c/test_type_ext.c",
+        &["-std=c99", "-pedantic"],
+    ));
+    assert!(out.contains(" 0 failed"), "{out}");
+}
+
+#[test]
 fn structural_operations_from_c() {
     let out = run(&build(
         &cc(),

@@ -141,6 +141,12 @@ impl ObjectRef {
         unsafe { strong_count(self.0.as_ptr()) }
     }
 
+    /// Whether this is the only reference, strong or weak (a fresh object nothing else has seen).
+    pub(crate) fn is_unique(&self) -> bool {
+        // SAFETY: we hold a strong reference.
+        unsafe { count(self.0.as_ptr()) }.load(Ordering::Acquire) == INITIAL_COUNT
+    }
+
     /// Pointer identity.
     pub fn same_as(&self, other: &ObjectRef) -> bool {
         self.0 == other.0

@@ -20,7 +20,9 @@ passed.
 
 from __future__ import annotations
 
-from . import _core, _lib  # noqa: F401  (_core: the modules, in order)
+import sys
+
+from . import _alias, _core, _dtype, _lib  # noqa: F401  (_core: the modules, in order)
 from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
@@ -38,7 +40,13 @@ from ._function_registry import (
 )
 from ._module import Module, load_module
 from ._object import Object
-from ._object_model import get_registered_type_keys, register_object, type_info
+from ._object_model import (  # noqa: F401  (tvm-ffi's type attribute functions)
+    _lookup_type_attr,
+    _register_type_attr,
+    get_registered_type_keys,
+    register_object,
+    type_info,
+)
 from ._shape import Shape
 from ._string import Bytes, String
 from ._tensor import Tensor, from_dlpack
@@ -50,6 +58,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "access_path": ("rffi.access_path", None),
     "dataclasses": ("rffi.dataclasses", None),
+    "MISSING": ("rffi.dataclasses", "MISSING"),
     "serialization": ("rffi.serialization", None),
     "structural": ("rffi.structural", None),
     "deep_copy": ("rffi.structural", "deep_copy"),
@@ -81,7 +90,13 @@ def __getattr__(name):
         value = m if attr is None else getattr(m, attr)
         globals()[name] = value
         return value
+    if name in _dtype.NAMED:
+        value = globals()[name] = dtype(name)
+        return value
     raise AttributeError(f"module 'rffi' has no attribute {name!r}")
+
+# `sys.modules["other"] = rffi` makes `import other.sub` give `rffi.sub` itself.
+_alias.install(sys.modules[__name__])
 
 #: The path of the loaded ``librffi.so``.
 LIB_PATH = _lib.LIB_PATH
@@ -104,6 +119,7 @@ __all__ = [
     "Function",
     "LIB_PATH",
     "List",
+    "MISSING",
     "Map",
     "Module",
     "Object",

@@ -27,6 +27,7 @@ from . import shard as shard
 from . import structural as structural
 from . import testing as testing
 from .access_path import AccessPath
+from .dataclasses import MISSING as MISSING
 from .dataclasses import method as method
 from .session import DFunction as DFunction
 from .session import DModule as DModule
@@ -54,6 +55,7 @@ __all__ = [
     "Function",
     "LIB_PATH",
     "List",
+    "MISSING",
     "Map",
     "Module",
     "Object",
@@ -279,12 +281,6 @@ class Device:
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
-class _Answer:
-    """A bool that also answers when called (``dt.is_float`` and ``dt.is_float()``)."""
-
-    def __bool__(self) -> bool: ...
-    def __call__(self) -> bool: ...
-
 class dtype(str):
     def __new__(cls, value: str | dtype | Any) -> dtype: ...
     @classmethod
@@ -299,18 +295,45 @@ class dtype(str):
     @property
     def itemsize(self) -> int: ...
     @property
-    def is_bool(self) -> _Answer: ...
+    def is_bool(self) -> bool: ...
     @property
-    def is_integer(self) -> _Answer: ...
+    def is_integer(self) -> bool: ...
     @property
-    def is_float(self) -> _Answer: ...
+    def is_float(self) -> bool: ...
     @property
-    def is_handle(self) -> _Answer: ...
+    def is_handle(self) -> bool: ...
     def with_lanes(self, lanes: int) -> dtype: ...
     def to_numpy(self) -> Any: ...
     def to_torch(self) -> Any: ...
 
 DataType = dtype
+
+# Module-level dtypes (also `rffi.bool`, left out here: in a stub it would shadow the builtin).
+int8: dtype
+int16: dtype
+int32: dtype
+int64: dtype
+uint8: dtype
+uint16: dtype
+uint32: dtype
+uint64: dtype
+float16: dtype
+float32: dtype
+float64: dtype
+bfloat16: dtype
+float8_e3m4: dtype
+float8_e4m3: dtype
+float8_e4m3b11fnuz: dtype
+float8_e4m3fn: dtype
+float8_e4m3fnuz: dtype
+float8_e5m2: dtype
+float8_e5m2fnuz: dtype
+float8_e8m0fnu: dtype
+float6_e2m3fn: dtype
+float6_e3m2fn: dtype
+float4_e2m1fn: dtype
+float4_e2m1fnx2: dtype
+float4_e2m1fn_x2: dtype
 
 class Tensor(Object):
     @property
@@ -386,6 +409,8 @@ def register_object(type_key: _O) -> _O: ...
 @overload
 def register_object(type_key: str | None = None) -> Callable[[_O], _O]: ...
 def type_info(key_or_index: str | int) -> dict[str, Any]: ...
+def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False) -> Any: ...
+def _register_type_attr(type_index: int, attr_key: str, value: Any) -> None: ...
 def get_registered_type_keys() -> list[str]: ...
 def structural_equal(
     lhs: Any, rhs: Any, map_free_vars: bool = ..., skip_tensor_content: bool = ...

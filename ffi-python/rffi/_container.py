@@ -31,10 +31,15 @@ class Array(Object, Sequence):
         ti, h = _FFI_ARRAY._call_keep(*items)
         self._h, self._ti = h, ti
 
+    # Items are read from the array's memory: a released wrapper (address 0) must not get there.
     def __len__(self) -> int:
+        if not self._h:
+            self._check_live("read")
         return _read_i64(self._h + L.SEQ_SIZE).value
 
     def __getitem__(self, index):
+        if not self._h:
+            self._check_live("read")
         data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(size))]
@@ -51,6 +56,8 @@ class Array(Object, Sequence):
         return decode_view(_string_at(data + 16 * i, 16), 0)
 
     def __iter__(self):
+        if not self._h:
+            self._check_live("read")
         data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
         if not size:
             return iter(())
@@ -84,6 +91,8 @@ class Array(Object, Sequence):
 
     # As a list's (and tvm-ffi's Array): `[1, 2]`.
     def __repr__(self) -> str:
+        if not self._h:
+            return "<rffi.Array (released)>"
         return sequence_repr(self, list(self))
 
 

@@ -28,15 +28,15 @@ class RuntimeDefault:
 def make_init(cls, all_fields: list, index: int):
     """``__init__`` of ``cls`` (runtime type ``index``) taking ``all_fields`` as dataclasses do."""
     create = _ffi("ffi.ObjectCreateInit")
+    # As tvm-ffi orders them: the positional fields without a default first, then those with
+    # one (each in field order), so a field without a default may follow one with a default (a
+    # child's required field after its parent's defaulted ones).
     positional = [f for f in all_fields if f.init and not f.kw_only]
+    positional = [f for f in positional if not f.has_default()] + [
+        f for f in positional if f.has_default()
+    ]
     keyword = [f for f in all_fields if f.init and f.kw_only]
     by_name = {f.name: f for f in positional + keyword}
-    seen_default = False
-    for f in positional:
-        if f.has_default():
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
     qual = cls.__qualname__
     caller = f"{qual}.__init__()"
     given_by_runtime = {f.name for f in all_fields if isinstance(f.default_factory, RuntimeDefault)}
@@ -68,22 +68,49 @@ def make_init(cls, all_fields: list, index: int):
                 triples += (f.name, -2, f.make_default())
             elif f.init:
                 raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
-        made = create(index, caller, *triples)
-        self._h, self._ti = made._h, made._ti
-        made._h = 0
+        _adopt(self, create(index, caller, *triples))
         post = getattr(self, "__post_init__", None)
         if post is not None:
             post()
 
+    __init__.__qualname__ = f"{qual}.__init__"
+    __init__.__signature__ = _init_signature(positional, keyword)
     return __init__
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+#: The default a signature shows for a field made by a factory (as ``dataclasses``).
+_FACTORY = _Factory()
+
+
+def _init_signature(positional, keyword):
+    """What ``inspect.signature`` shows for a generated ``__init__``."""
+    import inspect
+
+    def param(f, kind):
+        if not f.has_default():
+            default = inspect.Parameter.empty
+        elif callable(f.default_factory):
+            default = _FACTORY
+        else:
+            default = f.default
+        return inspect.Parameter(f.name, kind, default=default)
+
+    return inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [param(f, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in positional]
+        + [param(f, inspect.Parameter.KEYWORD_ONLY) for f in keyword]
+    )
 
 
 def add_dataclass_methods(
     cls, all_fields, *, repr, eq, frozen, unsafe_hash, order=False, match_args=True
 ):
     """Puts the generated methods on ``cls`` (those it defines itself are kept)."""
-    if order and not eq:
-        raise ValueError("eq must be true if order is true")
     cls.__rffi_fields__ = tuple(all_fields)
     if repr and "__repr__" not in cls.__dict__:
         shown = [f.name for f in all_fields if f.repr]
@@ -115,11 +142,106 @@ def add_dataclass_methods(
         cls.__hash__ = __hash__
     elif eq:
         cls.__hash__ = None
-    for f in all_fields:
-        if frozen or f.frozen:
-            prop = cls.__dict__.get(f.name)
-            if isinstance(prop, property):
-                setattr(cls, f.name, property(prop.fget, frozen_setter(f.name), doc=prop.__doc__))
+    _add_replace(cls, all_fields)
+    _guard_frozen(cls, all_fields, frozen)
+
+
+def _add_replace(cls, all_fields) -> None:
+    """``__replace__(**changes)`` (``dataclasses.replace`` and ``copy.replace``): a new object
+    made in one runtime call from every field's value, frozen ones included."""
+    create = _ffi("ffi.ObjectCreateInit")
+    names = [f.name for f in all_fields]
+    settable = {f.name for f in all_fields if f.init}
+
+    def __replace__(self, **changes):
+        for name in changes:
+            if name not in settable:
+                raise TypeError(
+                    f"{type(self).__qualname__}.__replace__() got an unexpected keyword "
+                    f"argument {name!r}"
+                )
+        triples = []
+        for n in names:
+            triples += (n, -1, changes[n] if n in changes else getattr(self, n))
+        cls = type(self)
+        made = create(self._ti, f"{cls.__qualname__}.__replace__()", *triples)
+        new = cls.__new__(cls)
+        _adopt(new, made)
+        return new
+
+    if "__replace__" not in cls.__dict__:
+        cls.__replace__ = __replace__
+
+
+def _guard_frozen(cls, all_fields, frozen: bool) -> None:
+    """Frozen fields (all, with ``frozen=True``): assigning or deleting one is a
+    FrozenInstanceError; on a frozen class any attribute is. ``object.__setattr__(obj, name,
+    value)`` still writes a field (the runtime's frozen-or-not write), for ``__post_init__`` and
+    ``__init__``s of the class's own, as with ``dataclasses``. Other languages see the runtime
+    field frozen, and their writes fail."""
+    frozen_names = {f.name for f in all_fields if frozen or f.frozen}
+    if not frozen_names and not frozen:
+        return
+    init_field = _ffi("ffi.ObjectInitField")
+    for name in frozen_names:
+        prop = cls.__dict__.get(name)
+        if isinstance(prop, property):
+            fset = _bypass_setter(init_field, name)
+            setattr(cls, name, property(prop.fget, fset, doc=prop.__doc__))
+    if "__setattr__" in cls.__dict__:
+        return
+
+    def blocked(name) -> bool:
+        return name not in _STORAGE and (frozen or name in frozen_names)
+
+    def __setattr__(self, name, value):
+        if blocked(name):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if blocked(name):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        object.__delattr__(self, name)
+
+    cls.__setattr__ = __setattr__
+    cls.__delattr__ = __delattr__
+
+
+#: The wrapper's own attributes (the object's address and type index), never fields.
+_STORAGE = frozenset(("_h", "_ti"))
+
+
+def _bypass_setter(init_field, name):
+    def fset(self, value):
+        init_field(self, name, value)
+
+    return fset
+
+
+def _adopt(self, made) -> None:
+    """Makes ``self`` the wrapper of the new object ``made`` (taking its reference); a reference
+    ``self`` held already is released."""
+    old = getattr(self, "_h", 0)
+    object.__setattr__(self, "_h", made._h)
+    object.__setattr__(self, "_ti", made._ti)
+    object.__setattr__(made, "_h", old)  # released with `made`
+
+
+def with_allocation(user_init):
+    """A class's own ``__init__`` made to run on a new runtime object of the class's type (every
+    field at its default, or None), so that it can set fields."""
+    create = _ffi("ffi.ObjectCreate")
+
+    def __init__(self, *args, **kwargs):
+        if not getattr(self, "_h", 0):
+            _adopt(self, create(type(self).__rffi_type_index__))
+        user_init(self, *args, **kwargs)
+
+    __init__.__wrapped__ = user_init
+    __init__.__doc__ = user_init.__doc__
+    __init__.__qualname__ = getattr(user_init, "__qualname__", "__init__")
+    return __init__
 
 
 def _add_order(cls, compared: list) -> None:

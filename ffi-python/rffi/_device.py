@@ -28,10 +28,9 @@ DEVICE_NAMES = {
     17: "maia",
     18: "trn",
 }
-# Other spellings accepted when parsing (never printed).
-DEVICE_ALIASES = {"gpu": 2, "cl": 4, "llvm": 1, "hip": 10, "mtl": 8}
+# Only the canonical names parse (as in tvm-ffi): a name is read back as what it prints as, and
+# target names such as `llvm` or `nvptx` are not devices.
 _DEVICE_TYPES = {name: ty for ty, name in DEVICE_NAMES.items()}
-_DEVICE_TYPES.update(DEVICE_ALIASES)
 
 _I32_MAX = 2**31 - 1
 
@@ -41,10 +40,14 @@ def _device_type(value) -> int:
     if isinstance(value, str):
         ty = _DEVICE_TYPES.get(value)
         if ty is None:
-            raise ValueError(
-                f"unknown device name {value!r}; expected one of "
-                f"{', '.join(DEVICE_NAMES.values())} (or alias {', '.join(DEVICE_ALIASES)})"
-            )
+            # tvm-ffi's message; what is expected goes in a note (a line of the traceback).
+            err = ValueError(f"Unknown device: {value}")
+            expected = f"expected a device name: {', '.join(DEVICE_NAMES.values())}"
+            if hasattr(err, "add_note"):
+                err.add_note(expected)
+            else:  # Python < 3.11: no notes
+                err.args = (f"{err.args[0]} ({expected})",)
+            raise err
         return ty
     if isinstance(value, bool):
         raise TypeError(f"a device type must be an int or a name, got {value!r}")
@@ -158,7 +161,9 @@ def device(device_type, index=None) -> Device:
         try:
             ty = _device_type(name)
         except ValueError as e:
-            raise ValueError(f"{e} (in {text!r})") from None
+            if sep:  # say which text held the name (the note, if any, stays)
+                e.args = (f"{e.args[0]} (in {text!r})",)
+            raise
         return Device(ty, 0 if index is None else index)
     if isinstance(device_type, int) and not isinstance(device_type, bool):
         return Device(device_type, 0 if index is None else index)

@@ -13,6 +13,7 @@ dtype hashes as its canonical name, so it finds the entries of dicts keyed by ca
 from __future__ import annotations
 
 import ctypes
+import re
 import struct
 
 from . import _layout as L
@@ -31,6 +32,10 @@ _WORD_ALIASES = {
     "bool_": "bool",
 }
 
+# `f8_e4m3fn`, `fp6_e2m3fn`, `float4_e2m1fn_x2` (torch's spelling of lanes): the runtime's
+# `float<bits>_<format>[x<lanes>]`. No format name holds an `x`, so it starts the lanes.
+_LOW_FLOAT = re.compile(r"(?:fp?|float)([864])_([a-wyz0-9]+?)(?:_?x([0-9]+))?")
+
 # DLPack type codes (the enum with names is rffi._enums.DLDataTypeCode).
 _INT, _UINT, _FLOAT, _HANDLE, _BFLOAT, _COMPLEX, _BOOL = range(7)
 _FIRST_LOW_PRECISION_FLOAT, _LAST_LOW_PRECISION_FLOAT = 7, 17
@@ -41,6 +46,10 @@ def _spell_out(text: str) -> str:
     word = _WORD_ALIASES.get(text)
     if word is not None:
         return word
+    low = _LOW_FLOAT.fullmatch(text)
+    if low is not None:
+        bits, fmt, lanes = low.groups()
+        return f"float{bits}_{fmt}" + (f"x{lanes}" if lanes else "")
     head = text[:2] if text[:2] == "bf" else text[:1]
     name = _SHORT_PREFIXES.get(head)
     if name is None:
@@ -107,34 +116,6 @@ def _print(code: int, bits: int, lanes: int) -> str:
     if len(_PRINTED) < _CACHE_MAX:
         _PRINTED[key] = text
     return text
-
-
-class _Answer:
-    """A yes/no property that also answers when called: ``dt.is_float`` and ``dt.is_float()``
-    both read as the bool (attribute style as torch's dtypes, call style as TVM's)."""
-
-    __slots__ = ("_v",)
-
-    def __init__(self, value: bool):
-        self._v = value
-
-    def __bool__(self) -> bool:
-        return self._v
-
-    def __call__(self) -> bool:
-        return self._v
-
-    def __eq__(self, other) -> bool:
-        return self._v == (other._v if isinstance(other, _Answer) else other)
-
-    def __hash__(self) -> int:
-        return hash(self._v)
-
-    def __repr__(self) -> str:
-        return repr(self._v)
-
-
-_YES, _NO = _Answer(True), _Answer(False)
 
 
 def _foreign_name(value):
@@ -234,28 +215,28 @@ class dtype(str):
         return (self._bits * self._lanes + 7) // 8
 
     @property
-    def is_bool(self) -> _Answer:
+    def is_bool(self) -> bool:
         """Whether this is ``bool``."""
-        return _YES if self._code == _BOOL else _NO
+        return self._code == _BOOL
 
     @property
-    def is_integer(self) -> _Answer:
+    def is_integer(self) -> bool:
         """Whether this is a signed or unsigned integer type (``int*``, ``uint*``)."""
-        return _YES if self._code in (_INT, _UINT) else _NO
+        return self._code in (_INT, _UINT)
 
     @property
-    def is_float(self) -> _Answer:
+    def is_float(self) -> bool:
         """Whether this is a floating-point type: ``float*``, ``bfloat16`` and the 8/6/4-bit
         formats (``float8_e4m3fn``, ...)."""
         floating = self._code in (_FLOAT, _BFLOAT) or (
             _FIRST_LOW_PRECISION_FLOAT <= self._code <= _LAST_LOW_PRECISION_FLOAT
         )
-        return _YES if floating else _NO
+        return floating
 
     @property
-    def is_handle(self) -> _Answer:
+    def is_handle(self) -> bool:
         """Whether this is ``handle`` (an opaque pointer; ``void`` is not one)."""
-        return _YES if self._code == _HANDLE and self._bits != 0 else _NO
+        return self._code == _HANDLE and self._bits != 0
 
     def with_lanes(self, lanes: int) -> dtype:
         """The same element type with ``lanes`` lanes."""
@@ -327,3 +308,13 @@ class dtype(str):
 
 #: The runtime's name for the same class (``rffi.DataType is rffi.dtype``).
 DataType = dtype
+
+
+#: Module-level dtypes of the common element types (``rffi.float32``, ``rffi.bool``, ...), as
+#: tvm-ffi names them; ``float4_e2m1fn_x2`` is torch's spelling of ``float4_e2m1fnx2``.
+NAMED = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 bfloat16 "
+    "float8_e3m4 float8_e4m3 float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2 "
+    "float8_e5m2fnuz float8_e8m0fnu float6_e2m3fn float6_e3m2fn float4_e2m1fn float4_e2m1fnx2 "
+    "float4_e2m1fn_x2".split()
+)

@@ -14,7 +14,10 @@ same on both paths.
 
 Copies (one rule for every wrapper, defined here):
 
-* ``copy.copy(obj)`` shares the object: a new wrapper holding its own reference.
+* ``copy.copy(obj)`` of an Array, List, Map, Dict or an object of a registered type is a new one
+  holding the same members (``ffi.ShallowCopy``; a type the runtime cannot create is a
+  TypeError "does not support copy"); of anything else (strings, shapes, tensors, functions,
+  modules, errors: immutable values or handles) a new wrapper of the same object.
 * ``copy.deepcopy(obj)`` and ``pickle`` copy by value, through ``_value_form()``: a type with a
   value form (containers of values, errors, CPU tensors) returns ``(rebuild, args)``; the others
   (functions, modules, opaque objects, device memory) raise a TypeError naming the type.
@@ -36,6 +39,8 @@ _IncRef = _lib.ObjectIncRef
 
 #: Type indices from here on are registered object types (with fields).
 _FIRST_REGISTERED = 128
+#: Containers, which ``copy.copy`` copies (List, Dict: kRFFIList, kRFFIDict).
+_CONTAINERS = (_lib.kArray, _lib.kMap, 75, 76)
 #: The line width the default ``repr`` of a registered object breaks at.
 REPR_WIDTH = 88
 
@@ -143,7 +148,11 @@ class Object(STORAGE):
     # ---- Copies ----
 
     def __copy__(self):
-        """A new wrapper of the same object, holding its own reference."""
+        """A new container or object with the same members (containers and objects of
+        registered types), else a new wrapper of the same object."""
+        if self._ti >= _FIRST_REGISTERED or self._ti in _CONTAINERS:
+            self._check_live("copy")
+            return _global("ffi.ShallowCopy")(self)
         cls = type(self)
         new = cls.__new__(cls)
         h = self._h

@@ -60,6 +60,26 @@ def get_registered_type_keys() -> list:
     return list(_ffi("ffi.GetRegisteredTypeKeys")())
 
 
+def _lookup_type_attr(type_index: int, attr_key: str, ancestor: bool = False):
+    """The type attribute ``attr_key`` of the type ``type_index`` (a per-type value such as a
+    hook, tvm-ffi's type attribute columns), or None; a type's own entry, unless ``ancestor`` asks
+    for the nearest ancestor's too. C reads the same table with ``RFFIGetTypeAttrColumn``."""
+    get = _ffi("ffi.TypeGetAttr")
+    value = get(type_index, attr_key)
+    if value is None and ancestor:
+        for key in reversed(type_info(type_index)["ancestors"]):
+            value = get(_ffi("ffi.TypeKeyToIndex")(key), attr_key)
+            if value is not None:
+                break
+    return value
+
+
+def _register_type_attr(type_index: int, attr_key: str, value) -> None:
+    """Sets the type attribute ``attr_key`` of the type ``type_index`` (a later call replaces
+    it); every language reads it (C: ``RFFIGetTypeAttrColumn``)."""
+    _ffi("ffi.TypeRegisterAttr")(type_index, attr_key, value)
+
+
 def _field_property(name: str, doc: str, writable: bool):
     get = _ffi("ffi.ObjectGetField")
     put = _ffi("ffi.ObjectSetField")

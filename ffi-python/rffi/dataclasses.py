@@ -22,11 +22,13 @@ import json
 import sys
 import typing
 
+from ._dataclass_common import asdict, astuple, is_dataclass, replace
 from ._dataclass_dunders import (
     FrozenInstanceError,
     RuntimeDefault,
     add_dataclass_methods,
     make_init,
+    with_allocation,
 )
 from ._dataclass_methods import method, register_methods
 from ._object import Object
@@ -50,12 +52,16 @@ __all__ = [
     "MISSING",
     "Field",
     "FrozenInstanceError",
+    "asdict",
+    "astuple",
     "c_class",
     "enum",
     "field",
     "fields",
+    "is_dataclass",
     "method",
     "py_class",
+    "replace",
 ]
 
 
@@ -64,6 +70,7 @@ class _Missing:
         return "MISSING"
 
 
+#: "No value given" (a field without a default), as ``dataclasses.MISSING``; also ``rffi.MISSING``.
 MISSING = _Missing()
 
 
@@ -91,6 +98,7 @@ class Field:
         "kw_only",
         "doc",
         "annotation",
+        "type",
         "schema",
         "frozen",
         "structural_eq",
@@ -111,6 +119,10 @@ class Field:
     ):
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
+        if default_factory is not MISSING and not callable(default_factory):
+            raise TypeError(
+                f"default_factory must be a callable, not {type(default_factory).__name__}"
+            )
         if structural_eq not in STRUCTURAL_FIELD_FLAGS:
             raise ValueError(
                 f"field(structural_eq={structural_eq!r}): expected one of "
@@ -125,7 +137,7 @@ class Field:
         self.hash = hash
         self.kw_only = kw_only
         self.doc = doc
-        self.annotation = typing.Any
+        self.annotation = self.type = typing.Any
         self.schema = None
         self.frozen = frozen
         self.structural_eq = structural_eq
@@ -175,8 +187,13 @@ def field(
 
 def fields(cls_or_obj) -> tuple:
     """The fields of a c_class / py_class (or of an instance), root type's first."""
+    if not is_dataclass(cls_or_obj):
+        raise TypeError(
+            f"fields() should be called on a c_class or py_class type or instance, not "
+            f"{type(cls_or_obj).__name__}"
+        )
     cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
-    return tuple(getattr(cls, "__rffi_fields__", ()))
+    return tuple(cls.__rffi_fields__)
 
 
 # ---- runtime fields as Field objects ----
@@ -208,8 +225,20 @@ def _runtime_fields(info: dict) -> list:
                 ),
             )
             fd.name = f["name"]
+            fd.annotation = fd.type = _python_type(f)
             out.append(fd)
     return out
+
+
+#: The Python type of a runtime field whose schema names one of these.
+_PY_TYPES = {"int": int, "float": float, "bool": bool, "ffi.String": str, "ffi.Bytes": bytes}
+
+
+def _python_type(field_info: dict):
+    schema = field_info["metadata"].get("type_schema") if field_info["metadata"] else None
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    return _PY_TYPES.get((schema or {}).get("type"), typing.Any)
 
 
 def _structural_kind(structural_eq) -> int:
@@ -226,7 +255,7 @@ def c_class(
     *,
     init=True,
     repr=True,
-    eq=True,
+    eq=False,
     order=False,
     frozen=False,
     unsafe_hash=False,
@@ -345,7 +374,7 @@ def _own_fields(cls, class_kw_only: bool = False) -> list:
         f.name = name
         if f.kw_only is MISSING:
             f.kw_only = kw_only
-        f.annotation = ann
+        f.annotation = f.type = ann
         try:
             f.schema = TypeSchema.from_annotation(ann)
         except TypeError:
@@ -359,7 +388,7 @@ def py_class(
     *,
     init=True,
     repr=True,
-    eq=True,
+    eq=False,
     order=False,
     frozen=False,
     unsafe_hash=False,
@@ -425,10 +454,16 @@ def py_class(
         register_methods(new, key, index)
         info = type_info(index)
         install_members(new, info)
-        inherited = list(getattr(parent, "__rffi_fields__", ())) if parent is not None else []
+        inherited = []
+        if parent is not None:  # a register_object class has no dataclass fields: the type's
+            inherited = list(
+                getattr(parent, "__rffi_fields__", None) or _runtime_fields(type_info(parent_index))
+            )
         all_fields = inherited + own
         if init and "__init__" not in ns:
             new.__init__ = make_init(new, all_fields, index)
+        elif "__init__" in ns:  # the class's own: it runs on an object with default fields
+            new.__init__ = with_allocation(ns["__init__"])
         add_dataclass_methods(
             new,
             all_fields,

@@ -12,12 +12,16 @@ __all__ = [
     "MISSING",
     "Field",
     "FrozenInstanceError",
+    "asdict",
+    "astuple",
     "c_class",
     "enum",
     "field",
     "fields",
+    "is_dataclass",
     "method",
     "py_class",
+    "replace",
 ]
 
 _T = TypeVar("_T")
@@ -46,6 +50,7 @@ class Field:
     kw_only: bool | _Missing
     doc: str
     annotation: Any
+    type: Any
     schema: Any
     frozen: bool
     structural_eq: str | None
@@ -109,13 +114,13 @@ def field(
     structural_eq: str | None = None,
 ) -> Any: ...
 def fields(cls_or_obj: Any) -> tuple[Field, ...]: ...
-@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+@dataclass_transform(eq_default=False, field_specifiers=(Field, field))
 def c_class(
     type_key: str,
     *,
     init: bool = True,
     repr: bool = True,
-    eq: bool = True,
+    eq: bool = False,
     order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
@@ -124,16 +129,16 @@ def c_class(
     structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 @overload
-@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+@dataclass_transform(eq_default=False, field_specifiers=(Field, field))
 def py_class(type_key: _C) -> _C: ...
 @overload
-@dataclass_transform(eq_default=True, field_specifiers=(Field, field))
+@dataclass_transform(eq_default=False, field_specifiers=(Field, field))
 def py_class(
     type_key: str | None = None,
     *,
     init: bool = True,
     repr: bool = True,
-    eq: bool = True,
+    eq: bool = False,
     order: bool = False,
     frozen: bool = False,
     unsafe_hash: bool = False,
@@ -143,4 +148,8 @@ def py_class(
     structural_eq: str | None = None,
 ) -> Callable[[_C], _C]: ...
 def method(fn: _F) -> _F: ...
+def is_dataclass(obj: object) -> bool: ...
+def asdict(obj: object, *, dict_factory: Callable[[list[tuple[str, Any]]], Any] = ...) -> Any: ...
+def astuple(obj: object, *, tuple_factory: Callable[[list[Any]], Any] = ...) -> Any: ...
+def replace(obj: _T, /, **changes: Any) -> _T: ...
 def enum(type_key: str | None = None) -> Callable[[_C], _C]: ...

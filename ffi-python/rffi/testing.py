@@ -11,6 +11,7 @@ import tempfile
 from ._function_registry import get_global_func, init_ffi_api
 from ._object import Object
 from ._object_model import register_object, type_info
+from .dataclasses import c_class
 
 init_ffi_api("testing", __name__)
 
@@ -58,8 +59,9 @@ def create_object(type_key: str, **fields):
     return get_global_func("ffi.TypeGetMethod")(type_key, "__ffi_init__")(*args)
 
 
-# The classes of the runtime's testing object types (docs, fields and methods from the runtime).
-@register_object("testing.TestIntPair")
+# The classes of the runtime's testing object types (docs, fields and methods from the runtime);
+# TestIntPair is a dataclass (fields(), replace(), __match_args__), as in tvm-ffi's testing module.
+@c_class("testing.TestIntPair")
 class TestIntPair(Object):
     __slots__ = ()
 

@@ -1,6 +1,8 @@
-"""Copy semantics of every object wrapper: ``copy.copy`` shares the object with a new reference;
-``copy.deepcopy`` and ``pickle`` copy by value where the type has a value form, and raise a
-TypeError naming the type where it has none. Runs on both call paths (scripts/test.sh)."""
+"""Copy semantics of every object wrapper. ``copy.copy`` of a container or an object of a
+registered type is a new one holding the same members; of other objects (tensors, errors,
+functions) a new wrapper sharing the object, with a new reference. ``copy.deepcopy`` and
+``pickle`` copy by value where the type has a value form, and raise a TypeError naming the type
+where it has none. Runs on both call paths (scripts/test.sh)."""
 
 import copy
 import ctypes
@@ -40,6 +42,9 @@ def _callback():
 MAKERS = {
     "Array": _array,
     "Map": _map,
+    "List": lambda: rffi.List([1, [2]]),
+    "Dict": lambda: rffi.Dict({"k": [1]}),
+    "TestIntPair": lambda: rffi.testing.TestIntPair(3, 7),
     "Tensor": _tensor,
     "Error": _error,
     "Function": _function,
@@ -47,7 +52,41 @@ MAKERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MAKERS))
+SHALLOW_NEW = ("Array", "Map", "List", "Dict", "TestIntPair")
+
+
+@pytest.mark.parametrize("name", SHALLOW_NEW)
+def test_shallow_copy_of_containers_and_objects_is_new_with_the_same_members(name):
+    obj = MAKERS[name]()
+    dup = copy.copy(obj)
+    assert type(dup) is type(obj) and not dup.same_as(obj)
+    assert rffi.structural_equal(dup, obj)
+    members = {
+        "Array": lambda o: o[3],
+        "Map": lambda o: o["b"],
+        "List": lambda o: o[1],
+        "Dict": lambda o: o["k"],
+        "TestIntPair": lambda o: None,
+    }[name]
+    if members(obj) is not None:
+        assert members(dup).same_as(members(obj))  # one level only: the members are shared
+
+
+def test_shallow_copy_of_a_mutable_container_or_object_is_independent():
+    items = rffi.List([1, 2])
+    dup = copy.copy(items)
+    dup.append(3)
+    assert list(items) == [1, 2] and list(dup) == [1, 2, 3]
+    t = rffi.testing
+    obj = t.create_object("testing.TestObjectDerived", v_i64=5, v_map={"k": 1}, v_array=[1])
+    dup = copy.copy(obj)
+    assert isinstance(dup, t.TestObjectDerived) and not dup.same_as(obj)
+    assert dup.v_map.same_as(obj.v_map) and dup.v_array.same_as(obj.v_array)
+    dup.v_i64 = 99
+    assert obj.v_i64 == 5 and dup.v_i64 == 99
+
+
+@pytest.mark.parametrize("name", sorted(set(MAKERS) - set(SHALLOW_NEW)))
 def test_shallow_copy_shares_with_a_reference(name, testing):
     obj = MAKERS[name]()
     count = testing.object_use_count(obj)
@@ -177,9 +216,13 @@ def test_opaque_object_has_no_value_form(testing):
 def test_released_wrapper_refuses_copies():
     arr = rffi.Array([1])
     arr.__del__()
-    assert copy.copy(arr)._handle == 0
-    with pytest.raises(ValueError, match="released"):
-        copy.deepcopy(arr)
+    assert repr(arr) == "<rffi.Array (released)>"
+    for read in (len, list, lambda a: a[0], copy.copy, copy.deepcopy):
+        with pytest.raises(ValueError, match="released"):
+            read(arr)
+    fn = rffi.get_global_func("testing.add_one")
+    fn.__del__()
+    assert copy.copy(fn)._handle == 0  # a wrapper of nothing, as the original
     with pytest.raises(ValueError, match="released"):
         pickle.dumps(arr)
 

@@ -23,7 +23,7 @@ _native_type("test_options.Pair", [("a", "int"), ("b", "float")])
 _native_type("test_options.Triple", [("x", "int"), ("y", "int"), ("z", "ffi.String")])
 
 
-@dc.c_class("test_options.Pair", order=True)
+@dc.c_class("test_options.Pair", order=True, eq=True)
 class Pair:
     """Fields annotated in another order than the runtime's, with a Python default."""
 
@@ -79,11 +79,15 @@ def test_order_compares_fields_as_tuples():
     assert sorted([Pair(3.0), Pair(1.0), Pair(2.0)]) == [Pair(1.0), Pair(2.0), Pair(3.0)]
     with pytest.raises(TypeError):
         Pair(1.0) < 1  # noqa: B015
-    with pytest.raises(ValueError, match="eq must be true if order is true"):
 
-        @dc.py_class("test_options.NoEq", order=True, eq=False)
-        class NoEq:
-            a: int
+    # Without eq (the default, as tvm-ffi's): ordered by fields, equal by identity.
+    @dc.py_class("test_options.NoEq", order=True)
+    class NoEq:
+        a: int
+
+    one = NoEq(1)
+    assert NoEq(1) < NoEq(2) and NoEq(1) <= NoEq(1)
+    assert one == one and NoEq(1) != NoEq(1) and len({one, one, NoEq(1)}) == 2
 
 
 def test_kw_only_class_and_match_args_and_slots():

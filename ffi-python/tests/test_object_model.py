@@ -63,7 +63,7 @@ rffi.get_global_func("ffi.TypeRegisterValueType")(
 )
 
 
-@dc.c_class("test_native.Pair")
+@dc.c_class("test_native.Pair", eq=True)
 class Pair(rffi.Object):
     pass
 
@@ -122,7 +122,7 @@ def test_py_class_fields_are_native_and_inherit():
     assert info["ancestors"][-1] == "test_py.Particle"
 
 
-@dc.py_class("test_py.Frozen", frozen=True)
+@dc.py_class("test_py.Frozen", frozen=True, eq=True)
 class Frozen:
     a: int
     b: str = "x"

@@ -170,3 +170,32 @@ def test_function_from_a_c_symbol():
     assert sys.getrefcount(keep) == base
     with pytest.raises(TypeError, match="address of a C function"):
         rffi.Function.__from_extern_c__(0)
+
+
+def test_submodules_through_an_alias_of_the_package_are_rffi_s_own():
+    # Run in a fresh interpreter: the alias goes into sys.modules.
+    code = """
+import sys, rffi
+sys.modules["tvm_ffi"] = rffi
+import tvm_ffi.serialization as ser
+from tvm_ffi.access_path import AccessPath
+from tvm_ffi.serialization import from_json_graph_str, to_json_graph_str
+assert ser is rffi.serialization and ser.__spec__.name == "rffi.serialization"
+assert AccessPath is rffi.access_path.AccessPath
+# One set of classes: an Array made here is an Array to the serializer.
+text = to_json_graph_str(rffi.convert([1, {"k": 2}]))
+assert '"ffi.Array"' in text and '"ffi.Map"' in text, text
+assert isinstance(from_json_graph_str(text), rffi.Array)
+try:
+    import tvm_ffi.no_such_module
+except ModuleNotFoundError as e:
+    assert e.name == "tvm_ffi.no_such_module", e.name
+else:
+    raise AssertionError("imported a module that does not exist")
+print("ok")
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -712,6 +712,27 @@ typedef struct RFFITypeInfo {
 } RFFITypeInfo;
 
 /**
+ * One column of the type attribute table (16 bytes): the values of one attribute name, by type
+ * index. The entry of type `t` is `data[t - begin_index]` when
+ * `begin_index <= t < begin_index + size`, else absent; an entry holding None is absent too.
+ * A type's entry is its own, not inherited from its ancestors.
+ */
+typedef struct RFFITypeAttrColumn {
+  /**
+   * The entries, indexed by `type_index - begin_index`.
+   */
+  const struct RFFIAny *data;
+  /**
+   * The number of entries.
+   */
+  int32_t size;
+  /**
+   * The type index of `data[0]`.
+   */
+  int32_t begin_index;
+} RFFITypeAttrColumn;
+
+/**
  * How an environment allocator reports an error: `set_error(error_ctx, kind, message)` with a
  * kind such as `"MemoryError"` and a NUL-terminated message, then the allocator returns -1.
  */
@@ -1409,6 +1430,33 @@ int32_t RFFIObjectIsInstance(RFFIObjectHandle obj, int32_t type_index);
  */
 int32_t RFFIFunctionSetGlobalFromMethodInfo(const struct RFFIMethodInfo *info,
                                             int32_t allow_override);
+
+/**
+ * Sets the attribute `attr_name` of a type (tvm-ffi's type attribute columns: per-type values
+ * such as hooks, looked up by type index in one step). The value is copied (a string becomes an
+ * owned string, an object gains a reference) and kept for the life of the process; a later call
+ * for the same type and name replaces it. An entry is the type's own: it is not inherited.
+ * Registering for type index 0 (None) only makes sure the column exists. An unknown type index
+ * is a KeyError, a NULL value a ValueError.
+ *
+ * # Safety
+ * `attr_name` and `attr_value` must be valid for the call.
+ */
+int32_t RFFITypeRegisterAttr(int32_t type_index,
+                             const struct RFFIByteArray *attr_name,
+                             const struct RFFIAny *attr_value);
+
+/**
+ * The column of the type attribute `attr_name`: entry `data[t - begin_index]` for type `t` when
+ * `begin_index <= t < begin_index + size`, else absent (an entry holding None is absent too).
+ * NULL if no type has registered that attribute (no error raised). The pointer stays valid for
+ * the life of the process; a later registration may change what it holds, so registration must
+ * not race with readers.
+ *
+ * # Safety
+ * `attr_name` must be valid for the call.
+ */
+const struct RFFITypeAttrColumn *RFFIGetTypeAttrColumn(const struct RFFIByteArray *attr_name);
 
 /**
  * Writes to `*out` 1 if `lhs` and `rhs` are structurally equal (same shape and contents, objects

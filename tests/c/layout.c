@@ -94,6 +94,9 @@ _Static_assert(sizeof(RFFIMethodInfo) == 72, "MethodInfo 72 bytes");
 _Static_assert(offsetof(RFFIMethodInfo, method) == 56, "MethodInfo method @56");
 _Static_assert(sizeof(RFFITypeMetadata) == 32, "TypeMetadata 32 bytes");
 _Static_assert(offsetof(RFFITypeMetadata, total_size) == 24, "TypeMetadata total_size @24");
+_Static_assert(sizeof(RFFITypeAttrColumn) == 16, "TypeAttrColumn 16 bytes");
+_Static_assert(offsetof(RFFITypeAttrColumn, size) == 8, "TypeAttrColumn size @8");
+_Static_assert(offsetof(RFFITypeAttrColumn, begin_index) == 12, "TypeAttrColumn begin_index @12");
 _Static_assert(kRFFIFieldFlagBitMaskKwOnly == (1 << 10), "field flag bits");
 _Static_assert(kRFFIFieldFlagBitMaskSetterIsFunctionObj == (1 << 11), "field flag bits");
 

@@ -130,6 +130,21 @@ pub struct RFFITypeMetadata {
     pub structural_eq_hash_kind: i32,
 }
 
+/// One column of the type attribute table (16 bytes): the values of one attribute name, by type
+/// index. The entry of type `t` is `data[t - begin_index]` when
+/// `begin_index <= t < begin_index + size`, else absent; an entry holding None is absent too.
+/// A type's entry is its own, not inherited from its ancestors.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct RFFITypeAttrColumn {
+    /// The entries, indexed by `type_index - begin_index`.
+    pub data: *const RFFIAny,
+    /// The number of entries.
+    pub size: i32,
+    /// The type index of `data[0]`.
+    pub begin_index: i32,
+}
+
 /// A type of the type registry (72 bytes): key, index, single-inheritance ancestors, fields,
 /// methods and metadata. The runtime owns it; it lives as long as the process.
 #[repr(C)]
@@ -168,6 +183,8 @@ const _: () = {
     assert!(offset_of!(RFFIMethodInfo, method) == 56);
     assert!(size_of::<RFFITypeMetadata>() == 32);
     assert!(offset_of!(RFFITypeMetadata, total_size) == 24);
+    assert!(size_of::<RFFITypeAttrColumn>() == 16);
+    assert!(offset_of!(RFFITypeAttrColumn, begin_index) == 12);
     assert!(size_of::<RFFITypeInfo>() == 72);
     assert!(offset_of!(RFFITypeInfo, type_ancestors) == 24);
     assert!(offset_of!(RFFITypeInfo, type_key_hash) == 32);

@@ -110,6 +110,45 @@ pub unsafe extern "C" fn RFFITypeRegisterMetadata(
     })
 }
 
+/// See `RFFITypeRegisterAttr` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+pub unsafe extern "C" fn RFFITypeRegisterAttr(
+    type_index: i32,
+    attr_name: *const RFFIByteArray,
+    attr_value: *const RFFIAny,
+) -> i32 {
+    guard(|| {
+        const F: &str = "RFFITypeRegisterAttr";
+        // SAFETY: a valid name for the call (contract).
+        let name = unsafe { utf8(attr_name, F, "attr_name") }?;
+        let v = non_null(attr_value, F, "attr_value")?;
+        // SAFETY: a valid value for the call (contract); owned here (strings copied, objects
+        // gaining a reference).
+        let value = unsafe { AnyView::from_raw(*v) }.to_owned()?;
+        reflection::register_type_attr(type_index, name, value)
+            .map_err(|e| Error::new(&e.kind(), format!("{F}: {}", e.message())))
+    })
+}
+
+/// See `RFFIGetTypeAttrColumn` in the C header (`include/rffi/c_api.h`).
+///
+/// # Safety
+/// As documented there.
+pub unsafe extern "C" fn RFFIGetTypeAttrColumn(
+    attr_name: *const RFFIByteArray,
+) -> *const RFFITypeAttrColumn {
+    crate::error::catch_panic(|| {
+        // SAFETY: a valid name for the call (contract); a bad one finds no column.
+        let name = unsafe { utf8(attr_name, "RFFIGetTypeAttrColumn", "attr_name") }.ok()?;
+        reflection::type_attr::type_attr_column(name)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(core::ptr::null())
+}
+
 /// See `RFFIObjectGetField` in the C header (`include/rffi/c_api.h`).
 ///
 /// # Safety

@@ -104,6 +104,9 @@ pub fn create_with_fields(
     values: &[(&str, AnyView<'_>)],
     describe: &dyn Fn(usize) -> String,
 ) -> Result<ObjectRef> {
+    if super::extend::native_root(index).is_some() {
+        return super::extend::create(index, values, describe);
+    }
     let obj = create_object(index)?;
     for (i, (name, value)) in values.iter().enumerate() {
         let f =
@@ -116,7 +119,7 @@ pub fn create_with_fields(
 /// Writes `value` into the field `f` of `obj` (writable or not: callers decide), through the
 /// field's setter or the built-in accessor, checked against the field's schema and static type.
 /// A mismatch is a TypeError `"{context}: expected ..., got ..."`.
-fn store(
+pub(crate) fn store(
     obj: &ObjectRef,
     f: &'static RFFIFieldInfo,
     value: &AnyView<'_>,
@@ -177,7 +180,7 @@ fn store(
 }
 
 /// The type schema in a field's metadata (`{"type_schema": "<JSON>"}`), if it has one.
-fn field_schema(f: &RFFIFieldInfo) -> Option<crate::schema::TypeSchema> {
+pub(crate) fn field_schema(f: &RFFIFieldInfo) -> Option<crate::schema::TypeSchema> {
     if f.metadata.size == 0 {
         return None;
     }
@@ -197,7 +200,7 @@ fn expected_name(index: i32) -> String {
     }
 }
 
-fn no_member(index: i32, what: &str, name: &str) -> Error {
+pub(crate) fn no_member(index: i32, what: &str, name: &str) -> Error {
     Error::new(
         "AttributeError",
         format!("`{}` has no {what} `{name}`", key_of(index)),
@@ -392,6 +395,9 @@ pub fn create_object(index: i32) -> Result<ObjectRef> {
         // SAFETY: a new reference handed to us.
         return Ok(unsafe { ObjectRef::from_raw(p) });
     }
+    if super::extend::native_root(index).is_some() {
+        return super::extend::create(index, &[], &|_| String::new());
+    }
     let size = meta.map_or(0, |m| m.total_size) as usize;
     let fields = all_fields(index);
     if size < core::mem::size_of::<RFFIObject>() {
@@ -467,25 +473,8 @@ unsafe extern "C" fn generic_deleter(obj: *mut c_void, flags: i32) {
     let index = unsafe { (*obj.cast::<RFFIObject>()).type_index };
     if flags & kRFFIObjectDeleterFlagBitMaskStrong != 0 {
         for t in lineage(index) {
-            // SAFETY: `fields` has `num_fields` entries.
-            for f in unsafe { crate::type_registry::slice(t.fields, t.num_fields) } {
-                // SAFETY: built-in fields inside the object being destroyed.
-                unsafe {
-                    let addr = obj.cast::<u8>().add(f.offset as usize);
-                    match f.field_static_type_index {
-                        kRFFIAny => drop(Any::from_raw(addr.cast::<RFFIAny>().replace(NONE_RAW))),
-                        i if i >= kRFFIStaticObjectBegin => {
-                            let p = addr
-                                .cast::<*mut RFFIObject>()
-                                .replace(core::ptr::null_mut());
-                            if let Some(p) = core::ptr::NonNull::new(p) {
-                                drop(ObjectRef::from_raw(p));
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            // SAFETY: the fields of the object's types, inside the object being destroyed.
+            unsafe { release_builtin_fields(obj.cast(), t) };
         }
     }
     if flags & kRFFIObjectDeleterFlagBitMaskWeak != 0 {
@@ -493,6 +482,36 @@ unsafe extern "C" fn generic_deleter(obj: *mut c_void, flags: i32) {
         unsafe {
             let size = (*type_info(index).unwrap().metadata).total_size as usize;
             std::alloc::dealloc(obj.cast(), Layout::from_size_align_unchecked(size, 8));
+        }
+    }
+}
+
+/// Releases the owning built-in fields (values, object handles) of type `t` in `obj`.
+///
+/// # Safety
+/// `obj` is an object of `t` or a type derived from it, being destroyed; `t`'s fields without
+/// getters are built-in fields inside it.
+pub(crate) unsafe fn release_builtin_fields(obj: *mut u8, t: &RFFITypeInfo) {
+    // SAFETY: `fields` has `num_fields` entries.
+    for f in unsafe { crate::type_registry::slice(t.fields, t.num_fields) } {
+        if f.getter.is_some() {
+            continue;
+        }
+        // SAFETY: a built-in field inside the object (contract).
+        unsafe {
+            let addr = obj.add(f.offset as usize);
+            match f.field_static_type_index {
+                kRFFIAny => drop(Any::from_raw(addr.cast::<RFFIAny>().replace(NONE_RAW))),
+                i if i >= kRFFIStaticObjectBegin => {
+                    let p = addr
+                        .cast::<*mut RFFIObject>()
+                        .replace(core::ptr::null_mut());
+                    if let Some(p) = core::ptr::NonNull::new(p) {
+                        drop(ObjectRef::from_raw(p));
+                    }
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -88,6 +88,23 @@ register_builtin!(
     |obj: ObjectRef, name: String, value: Any| access::set_field(&obj, &name, &value.view())
 );
 
+// Writes a field whether or not it is frozen, with the same type checks as a setter: for code
+// that finishes building an object nothing else has seen yet (Python's `__post_init__`, a
+// dataclass `__init__` of its own, `object.__setattr__` on a frozen dataclass).
+register_builtin!("ffi.ObjectInitField", |obj: ObjectRef,
+                                          name: String,
+                                          value: Any|
+ -> Result<()> {
+    let index = obj.type_index();
+    let f = find_field(index, name.as_bytes()).ok_or_else(|| {
+        Error::new(
+            "AttributeError",
+            format!("`{}` has no field `{name}`", super::key_of(index)),
+        )
+    })?;
+    access::init_field(&obj, f, &value.view())
+});
+
 register_builtin!("ffi.TypeGetMethod", |key_or_index: Any,
                                         name: String|
  -> Result<Function> {
@@ -188,11 +205,16 @@ register_builtin!("ffi.TypeKeyToIndex", |key: String| -> Result<i64> {
 
 /// Registers a type whose fields are values stored in the object (16 bytes each, after the
 /// parent's), type-checked on write against their schemas: how a language without its own object
-/// layout (Python's `py_class`) defines types every language can read. `fields` is a JSON array
+/// layout (Python's `py_class`) defines types every language can read. The parent may be a
+/// native type (Rust's `object_type!`, a C type with a creator): see `extend`. `fields` is a JSON array
 /// of `{"name", "doc", "flags", "type_schema", "frozen"}`; a frozen field is written only when
 /// its object is made (`create_with_fields`), never by a setter. Registering the same key again
 /// returns its index.
 pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) -> Result<i32> {
+    // One registration at a time: a second one of the same key waits and then finds the
+    // type's members there, instead of registering them twice.
+    static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     let parent_index = parent.unwrap_or(kRFFIObject);
     let base = match parent_index {
         kRFFIObject => core::mem::size_of::<RFFIObject>() as i32,
@@ -201,13 +223,19 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
                 type_info(p).ok_or_else(|| Error::key_error(format!("unknown type index {p}")))?;
             // SAFETY: registry metadata lives as long as the process.
             let size = unsafe { info.metadata.as_ref() }.map_or(0, |m| m.total_size);
-            if size == 0 || all_fields(p).iter().any(|f| f.getter.is_some()) {
+            if super::extend::is_native(info) {
+                super::extend::first_field_offset(info)?
+            } else if size == 0
+                || (super::extend::native_root(p).is_none()
+                    && all_fields(p).iter().any(|f| f.getter.is_some()))
+            {
                 return Err(Error::type_error(format!(
                     "cannot extend `{}`: only types whose fields the runtime lays out can be",
                     text(&info.type_key)
                 )));
+            } else {
+                size
             }
-            size
         }
     };
     let index = crate::type_registry::register_type(key, parent)?;
@@ -263,6 +291,9 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
     };
     // SAFETY: as above.
     unsafe { super::register_metadata(index, &meta) }?;
+    if super::extend::native_root(index).is_some() {
+        super::extend::register_from_fields(index)?;
+    }
     Ok(index)
 }
 

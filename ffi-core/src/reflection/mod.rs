@@ -8,6 +8,7 @@
 
 mod access;
 mod builtins;
+mod extend;
 mod object_def;
 #[doc(hidden)] // what `object_type!` expands to
 pub mod spec;

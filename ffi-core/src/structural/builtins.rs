@@ -92,6 +92,7 @@ register_builtin!("ffi.RecursiveHash", |a: Any| -> Result<i64> {
 });
 
 register_builtin!("ffi.DeepCopy", |a: Any| deep_copy(&a.view()));
+register_builtin!("ffi.ShallowCopy", |a: Any| shallow_copy(&a.view()));
 
 register_builtin_packed!("ffi.ReprPrint", |args: &[AnyView<'_>]| {
     arity("ffi.ReprPrint", args, 1, 2)?;

@@ -1,6 +1,7 @@
 //! Deep copy: a new graph with new containers and objects, the same sharing and the same cycles.
+//! Shallow copy: a new container or object holding the original's members themselves.
 //! Strings, shapes, tensors, functions and other values without fields are immutable or handles,
-//! and are shared with the original.
+//! and are shared with the original (by both).
 
 use super::rebuild::{Child, Desc, Rebuild, Source};
 use super::{addr, class_of, is_node, Class};
@@ -17,15 +18,30 @@ pub fn deep_copy(value: &AnyView<'_>) -> Result<Any> {
     Rebuild::new(live, "deepcopy").run(root)
 }
 
+/// A shallow copy of `value` (Python's `copy.copy`): a new Array, List, Map, Dict or object of
+/// a registered type with the same items or field values (not copied), built as a deep copy
+/// builds its nodes; other values are returned as they are. A type the runtime can neither
+/// create empty nor build from its fields is a TypeError ("does not support copy").
+pub fn shallow_copy(value: &AnyView<'_>) -> Result<Any> {
+    let mut live = Live {
+        shallow: true,
+        ..Live::default()
+    };
+    let root = live.child(value.to_owned()?);
+    Rebuild::new(live, "copy").run(root)
+}
+
 /// The graph being copied: nodes by address.
 #[derive(Default)]
 struct Live {
     nodes: FxHashMap<usize, Any>,
+    /// Copy the root only: its members are kept as they are.
+    shallow: bool,
 }
 
 impl Live {
     fn child(&mut self, v: Any) -> Child<usize> {
-        if !is_node(class_of(v.type_index())) {
+        if !is_node(class_of(v.type_index())) || (self.shallow && !self.nodes.is_empty()) {
             return Child::Value(v);
         }
         let a = addr(&v.view());

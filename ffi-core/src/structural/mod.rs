@@ -42,7 +42,7 @@ pub use compare::{
     recursive_compare, recursive_eq, recursive_ge, recursive_gt, recursive_le, recursive_lt,
     Compared,
 };
-pub use copy::deep_copy;
+pub use copy::{deep_copy, shallow_copy};
 pub use equal::{first_mismatch, structural_equal};
 pub use hash::{recursive_hash, structural_hash};
 pub use json::{from_json_graph, to_json_graph};

@@ -5,8 +5,9 @@
 //! - objects the runtime can allocate empty (a creator, or `total_size`), Lists and Dicts exist
 //!   before their contents, so a cycle back to them finds them;
 //! - objects built from all their fields at once (`__ffi_from_fields__`, the Rust types) exist
-//!   only after their contents: a cycle back to one leaves a placeholder (None) in the slot
-//!   that points back, and the slot is filled once the node exists;
+//!   only after their contents: a cycle back to one leaves a placeholder in the slot that
+//!   points back (the field's default, an empty container of the field's type, else None),
+//!   and the slot is filled once the node exists;
 //! - an Array or Map cannot be filled later: one that meets such a node is not built yet, and
 //!   the slot that holds it is filled with it afterwards (the node exists by then).
 
@@ -258,7 +259,7 @@ impl<S: Source> Rebuild<S> {
                     Ok(v) => v,
                     Err(target) => {
                         open.push((f, target));
-                        Any::none()
+                        placeholder(f)?
                     }
                 },
                 None if f.flags & kRFFIFieldFlagBitMaskHasDefault != 0 => default_of(f)?,
@@ -296,4 +297,19 @@ impl<S: Source> Rebuild<S> {
             ),
         )
     }
+}
+
+/// What a field constructor gets for a field whose value is not built yet (a cycle runs through
+/// it): a value the field accepts, replaced once the node exists.
+fn placeholder(f: &'static RFFIFieldInfo) -> Result<Any> {
+    if f.flags & kRFFIFieldFlagBitMaskHasDefault != 0 {
+        return default_of(f);
+    }
+    Ok(match f.field_static_type_index {
+        kRFFIArray => Array::new(Vec::new()).into(),
+        kRFFIList => List::new(Vec::new()).into(),
+        kRFFIMap => Map::new(Vec::new())?.into(),
+        kRFFIDict => Dict::new(Vec::new())?.into(),
+        _ => Any::none(),
+    })
 }

@@ -2,8 +2,8 @@
 
 use crate::types::*;
 use rffi_core::reflection::get_field;
-use rffi_core::structural::deep_copy;
-use rffi_core::{Any, Array, Function, List};
+use rffi_core::structural::{deep_copy, shallow_copy};
+use rffi_core::{Any, Array, Function, List, Map};
 
 fn copy(v: &Any) -> Any {
     deep_copy(&v.view()).unwrap()
@@ -85,6 +85,36 @@ fn cycles_survive_a_copy() {
 }
 
 #[test]
+fn a_cycle_through_an_array_field_of_a_rust_type() {
+    // h.items = [h]: the copy is built from its fields before its Array exists, so the field
+    // constructor gets an empty Array in its place, and the copy's own Array after.
+    let h = holder(vec![1i64.into()]);
+    h.items.set(Array::new(vec![h.clone().into(), 2i64.into()]));
+    let root: Any = h.clone().into();
+    let c = copy(&root);
+    assert!(!same(&c, &root));
+    assert!(eq(&c, &root));
+    let items = get_field(c.view().as_object().unwrap(), "items").unwrap();
+    assert!(same(&item(&items, 0), &c));
+    assert_eq!(item(&items, 1).try_as::<i64>().unwrap(), 2);
+    // Reached through an Array first, the same.
+    let outer = arr(vec![root.clone(), root.clone()]);
+    let co = copy(&outer);
+    assert!(same(&item(&co, 0), &item(&co, 1)) && !same(&item(&co, 0), &root));
+    let inner = get_field(item(&co, 0).view().as_object().unwrap(), "items").unwrap();
+    assert!(same(&item(&inner, 0), &item(&co, 0)));
+    h.items.set(Array::new(Vec::new()));
+    for n in [c, item(&co, 0)] {
+        rffi_core::reflection::set_field(
+            n.view().as_object().unwrap(),
+            "items",
+            &Any::from(Array::new(Vec::new())).view(),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
 fn values_without_fields_are_shared_and_unsupported_types_refused() {
     let f: Any = Function::from_typed(|x: i64| x + 1).into();
     let root = arr(vec![f.clone()]);
@@ -109,4 +139,62 @@ fn values_without_fields_are_shared_and_unsupported_types_refused() {
         "{}",
         e.message()
     );
+}
+
+#[test]
+fn shallow_copies_are_new_and_share_their_members() {
+    let shallow = |v: &Any| shallow_copy(&v.view()).unwrap();
+    let inner = arr(vec![1i64.into()]);
+    // Containers: new, the items themselves.
+    let root = arr(vec![inner.clone(), 2i64.into()]);
+    let c = shallow(&root);
+    assert!(!same(&c, &root) && same(&item(&c, 0), &inner) && eq(&c, &root));
+    let l = list(vec![inner.clone()]);
+    let cl = shallow(&l.clone().into()).try_as::<List>().unwrap();
+    assert!(!same(&cl.clone().into(), &l.clone().into()) && same(&cl.get_item(0).unwrap(), &inner));
+    cl.append(3i64.into());
+    assert_eq!((l.len(), cl.len()), (1, 2));
+    let m = map(vec![("k".into(), inner.clone())]);
+    let cm = shallow(&m);
+    let cm_map = cm.try_as::<Map>().unwrap();
+    let got = cm_map
+        .get(&Any::from("k").view())
+        .unwrap()
+        .unwrap()
+        .to_owned()
+        .unwrap();
+    assert!(!same(&cm, &m) && same(&got, &inner));
+    // Objects: a Rust type (built from its fields) and a runtime-laid-out one.
+    let n: Any = node("n", 5, inner.clone()).into();
+    let cn = shallow(&n);
+    assert!(!same(&cn, &n));
+    assert!(same(
+        &get_field(cn.view().as_object().unwrap(), "next").unwrap(),
+        &inner
+    ));
+    assert_eq!(
+        get_field(cn.view().as_object().unwrap(), "value")
+            .unwrap()
+            .try_as::<i64>()
+            .unwrap(),
+        5
+    );
+    let p = pair(inner.clone(), 0i64.into());
+    let cp = shallow(&p);
+    assert!(!same(&cp, &p));
+    assert!(same(
+        &get_field(cp.view().as_object().unwrap(), "first").unwrap(),
+        &inner
+    ));
+    // A member that points back at the original stays pointing at the original.
+    let h = holder(Vec::new());
+    h.items.set(Array::new(vec![h.clone().into()]));
+    let ch = shallow(&h.clone().into());
+    let items = get_field(ch.view().as_object().unwrap(), "items").unwrap();
+    assert!(same(&item(&items, 0), &h.clone().into()) && !same(&ch, &h.clone().into()));
+    h.items.set(Array::new(Vec::new()));
+    // Values without fields come back as they are.
+    let f: Any = Function::from_typed(|x: i64| x).into();
+    assert!(same(&shallow(&f), &f));
+    assert_eq!(shallow(&7i64.into()).try_as::<i64>().unwrap(), 7);
 }

@@ -36,6 +36,14 @@ rffi_core::object_type! {
 }
 
 rffi_core::object_type! {
+    /// Containers in writable fields without defaults: a cycle runs through an Array.
+    pub struct Holder("test_structural.Holder") {
+        pub items: Mut<Array>,
+        pub table: Mut<rffi_core::Map>,
+    }
+}
+
+rffi_core::object_type! {
     /// Refers to an object by identity.
     pub struct Ref("test_structural.Ref") {
         #[structural_eq_identity]
@@ -71,6 +79,14 @@ pub fn node(name: &str, value: i64, next: Any) -> Obj<Node> {
         name: name.into(),
         value,
         next: Mut::new(next),
+    })
+}
+
+pub fn holder(items: Vec<Any>) -> Obj<Holder> {
+    Obj::new(Holder {
+        base: ObjectHeader::default(),
+        items: Mut::new(Array::new(items)),
+        table: Mut::new(rffi_core::Map::new(Vec::new()).unwrap()),
     })
 }
 

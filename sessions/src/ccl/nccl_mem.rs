@@ -46,10 +46,15 @@ impl NcclComm {
                 .map_err(|e| driver_err("cuMemAlloc", e))?;
             let release = Box::new(move || {
                 let _ = rffi_core::error::catch_panic(move || {
-                    // The tensor may die on another thread: free in the GPU's own context.
-                    if ctx.bind_to_thread().is_ok() {
-                        // SAFETY: allocated above, freed once (the deleter runs once).
-                        let _ = unsafe { result::free_sync(ptr) };
+                    // The tensor may die on any thread: free in the GPU's own context (kept
+                    // alive by `ctx`), then give the thread back the context it had.
+                    let prev = result::ctx::get_current().ok().flatten();
+                    // SAFETY: `ptr` was allocated above in `ctx` and is freed once (the deleter
+                    // runs once); the contexts set are live (`ctx` retains its own).
+                    unsafe {
+                        let _ = result::ctx::set_current(ctx.cu_ctx());
+                        let _ = result::free_sync(ptr);
+                        let _ = result::ctx::set_current(prev.unwrap_or(std::ptr::null_mut()));
                     }
                 });
             });

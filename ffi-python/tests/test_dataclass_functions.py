@@ -1,0 +1,146 @@
+"""`dataclasses`' module functions and copy rules for c_class / py_class types (tvm-ffi's
+`rffi.dataclasses.is_dataclass`, `fields`, `asdict`, `astuple`, `replace`), frozen fields'
+`object.__setattr__` escape hatch, and classes with their own `__init__`."""
+
+import collections
+import copy
+
+import pytest
+
+import rffi
+import rffi.testing
+from rffi import dataclasses as dc
+
+
+@dc.py_class("test_dc_functions.Inner")
+class Inner(rffi.Object):
+    v: int
+
+
+@dc.py_class("test_dc_functions.Outer", frozen=True)
+class Outer(rffi.Object):
+    inner: Inner
+    items: rffi.Array
+    note: str = dc.field(default="n", init=False)
+
+
+def test_is_dataclass_and_fields():
+    pair = rffi.testing.TestIntPair(1, 2)
+    assert dc.is_dataclass(pair) and dc.is_dataclass(Outer) and dc.is_dataclass(Inner(v=1))
+    assert not dc.is_dataclass(rffi.Object) and not dc.is_dataclass(3)
+    assert [(f.name, f.type) for f in dc.fields(pair)] == [("a", int), ("b", int)]
+    assert [f.name for f in dc.fields(Outer)] == ["inner", "items", "note"]
+    assert dc.fields(Outer)[2].default == "n"
+    with pytest.raises(TypeError, match="c_class or py_class"):
+        dc.fields(42)
+
+
+def test_asdict_and_astuple_recurse_into_objects_and_containers():
+    o = Outer(Inner(v=1), rffi.Array([Inner(v=2), rffi.Map({"k": Inner(v=3)})]))
+    assert dc.asdict(o) == {"inner": {"v": 1}, "items": [{"v": 2}, {"k": {"v": 3}}], "note": "n"}
+    d = dc.asdict(o, dict_factory=collections.OrderedDict)
+    assert isinstance(d, collections.OrderedDict)
+    assert isinstance(d["inner"], collections.OrderedDict)
+    assert type(d["items"]) is list
+    assert dc.astuple(o) == ((1,), [(2,), {"k": (3,)}], "n")
+    assert dc.astuple(o, tuple_factory=list) == [[1], [[2], {"k": [3]}], "n"]
+    for fn in (dc.asdict, dc.astuple):
+        with pytest.raises(TypeError, match="c_class / py_class instances"):
+            fn(Outer)
+
+
+def test_replace_makes_a_new_object_frozen_fields_included():
+    pair = rffi.testing.TestIntPair(3, 4)
+    p2 = dc.replace(pair, a=10)  # `a` is frozen in Rust; the new object is built with it
+    assert (p2.a, p2.b, pair.a) == (10, 4, 3) and not p2.same_as(pair)
+    o = Outer(Inner(v=1), rffi.Array([]))
+    o2 = dc.replace(o, inner=Inner(v=5))
+    assert (o2.inner.v, o.inner.v, o2.note) == (5, 1, "n")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'note'"):
+        dc.replace(o, note="init=False fields are not replaced")
+    with pytest.raises(TypeError, match=r"argument `inner`: expected"):
+        dc.replace(o, inner=3)
+
+
+def test_copy_copy_makes_a_new_object_sharing_the_field_values():
+    o = Outer(Inner(v=1), rffi.Array([1]))
+    c = copy.copy(o)
+    assert not c.same_as(o) and c.inner.same_as(o.inner)  # shallow
+    object.__setattr__(c, "inner", Inner(v=2))
+    assert o.inner.v == 1 and c.inner.v == 2
+
+
+def test_frozen_fields_refuse_assignment_but_not_object_setattr():
+    o = Outer(Inner(v=1), rffi.Array([]))
+    with pytest.raises(dc.FrozenInstanceError, match="'inner'"):
+        o.inner = Inner(v=2)
+    with pytest.raises(dc.FrozenInstanceError, match="'other'"):
+        o.other = 1  # a frozen class takes no new attributes either
+    with pytest.raises(dc.FrozenInstanceError, match="'inner'"):
+        del o.inner
+    object.__setattr__(o, "inner", Inner(v=9))  # the escape hatch of `dataclasses`
+    assert o.inner.v == 9
+    with pytest.raises(TypeError, match="expected"):
+        object.__setattr__(o, "inner", "not an Inner")  # still type-checked
+    # Other languages still see the field frozen.
+    with pytest.raises(AttributeError, match="frozen"):
+        rffi.get_global_func("ffi.ObjectSetField")(o, "inner", Inner(v=3))
+
+    @dc.py_class("test_dc_functions.OneFrozen")
+    class OneFrozen(rffi.Object):
+        x: int = dc.field(frozen=True)
+        y: int = 0
+
+    f = OneFrozen(1)
+    f.y = 2
+    with pytest.raises(dc.FrozenInstanceError):
+        f.x = 2
+
+
+def test_a_class_with_its_own_init_sets_fields_on_a_fresh_object():
+    @dc.py_class("test_dc_functions.Own", frozen=True, init=False)
+    class Own(rffi.Object):
+        x: int
+        label: str = "l"
+
+        def __init__(self, x):
+            object.__setattr__(self, "x", x * 2)
+
+    o = Own(4)
+    assert o.x == 8 and o.label is None  # Python defaults are __init__'s business
+    assert rffi.get_global_func("ffi.ObjectGetField")(o, "x") == 8
+    with pytest.raises(dc.FrozenInstanceError):
+        o.x = 1
+
+
+def test_eq_defaults_to_identity_as_in_tvm_ffi():
+    a, b = Inner(v=1), Inner(v=1)
+    assert a != b and a == a and len({a, b}) == 2
+
+    @dc.py_class("test_dc_functions.ByValue", eq=True)
+    class ByValue(rffi.Object):
+        v: int
+
+    assert ByValue(v=1) == ByValue(v=1)
+
+
+def test_init_takes_required_fields_first_and_shows_its_signature():
+    import inspect
+
+    @dc.py_class("test_dc_functions.Base")
+    class Base(rffi.Object):
+        x: int = 0
+        items: list = dc.field(default_factory=list)
+
+    @dc.py_class("test_dc_functions.Child")
+    class Child(Base):
+        y: int  # required after the parent's defaults: taken first, as tvm-ffi does
+        _: dc.KW_ONLY
+        z: int = 3
+
+    assert str(inspect.signature(Child.__init__)) == "(self, y, x=0, items=<factory>, *, z=3)"
+    c = Child(5)
+    assert (c.x, c.y, list(c.items), c.z) == (0, 5, [], 3)
+    assert Child.__match_args__ == ("x", "items", "y")  # field order
+    with pytest.raises(TypeError, match="missing required argument: 'y'"):
+        Child()
