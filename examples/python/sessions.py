@@ -1,4 +1,4 @@
-"""Sessions: one controller calling registry functions by name on every worker at once.
+"""Sessions: one controller calling global functions by name on every worker at once.
 
 Worker 0 runs in a thread of this process; the others are `rffi-worker` processes. The Rust
 example plugin is loaded on every worker (path from RFFI_EXAMPLE_RUST_PLUGIN, set by

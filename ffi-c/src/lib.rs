@@ -23,7 +23,7 @@ pub mod tensor;
 pub mod value;
 
 pub use rffi_core;
-/// Sessions (`rffi::session`): a controller driving workers that call registry functions by name;
+/// Sessions (`rffi::session`): a controller driving workers that call global functions by name;
 /// reached from C and Python through the `session.*` global functions.
 pub use rffi_session as session;
 

@@ -58,7 +58,7 @@ pub unsafe extern "C" fn RFFITypeRegisterField(type_index: i32, info: *const RFF
 }
 
 /// Registers a method of a type: `info->method` must hold a Function (a TypeError otherwise),
-/// which the registry keeps for the life of the process. An instance method is called with the
+/// which the type registry keeps for the life of the process. An instance method is called with the
 /// object first. A duplicate name is a ValueError.
 ///
 /// # Safety

@@ -114,7 +114,7 @@ register_builtin!(
 register_builtin!("ffi.ModulePath", |m: crate::Module| m.path());
 
 // A new tensor from the environment allocator when one is set, else (CPU only) the built-in one:
-// how code that reaches the runtime only through registry functions (C++ plugins) makes tensors.
+// how code that reaches the runtime only through global functions (C++ plugins) makes tensors.
 register_builtin!(
     "ffi.TensorEmpty",
     |shape: Shape, dtype: crate::DataType, device: crate::Device| crate::Tensor::empty(

@@ -5,7 +5,7 @@
 //!
 //! # Registering and calling functions
 //!
-//! Any function, from any language, is reached by name through one registry and called with
+//! Any function, from any language, is reached by name through one function registry and called with
 //! [`Any`] values; typed closures convert their arguments and results.
 //!
 //! ```
@@ -64,7 +64,7 @@
 //! # Plugins
 //!
 //! A plugin is a shared library loaded with [`Module::load`]; its functions join this process's
-//! registry. A Rust plugin is a `cdylib` that declares its functions with [`register_global!`]
+//! function registry. A Rust plugin is a `cdylib` that declares its functions with [`register_global!`]
 //! and exports the loader's entry points with [`export_plugin!`] (`examples/rust-plugin`):
 //!
 //! ```no_run
@@ -90,7 +90,7 @@
 //! use rffi_core::{get_global_func, Module, ObjectType};
 //!
 //! let module = Module::load(&path)?;
-//! // Registered by the plugin's init: in the registry, and in the module.
+//! // Registered by the plugin's init: in the function registry, and in the module.
 //! let mul = get_global_func("c_plugin.mul").expect("registered at load");
 //! assert_eq!(mul.call(&[6i64.into(), 7i64.into()])?.try_as::<i64>()?, 42);
 //! assert!(module.function_names()?.iter().any(|n| n == "c_plugin.mul"));

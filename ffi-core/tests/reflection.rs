@@ -41,7 +41,7 @@ rffi_core::object_type! {
     }
 }
 
-/// The bytes of a registry string.
+/// The bytes of a type registry string.
 fn text(ba: &RFFIByteArray) -> &'static [u8] {
     // SAFETY: strings of the type registry live as long as the process.
     unsafe { std::slice::from_raw_parts(ba.data.cast::<u8>(), ba.size) }
@@ -116,7 +116,7 @@ fn inheritance_is_o1_isinstance_with_inherited_members() {
     assert!(is_instance(qi, si) && !is_instance(si, qi));
     let info = type_info(qi).unwrap();
     assert_eq!(info.type_depth, 2);
-    // SAFETY: a registry entry with `type_depth` ancestors.
+    // SAFETY: a type registry entry with `type_depth` ancestors.
     let parent = unsafe { &**info.type_ancestors.add(1) };
     assert_eq!(parent.type_index, si);
     // Inherited field and method, own method.
@@ -155,7 +155,7 @@ fn type_info_carries_docs_flags_defaults_and_schemas() {
     let info = type_info(si).unwrap();
     assert_eq!(info.num_fields, 3);
     assert_eq!(info.num_methods, 2);
-    // SAFETY: registry entries.
+    // SAFETY: type registry entries.
     let meta = unsafe { &*info.metadata };
     let doc = text(&meta.doc);
     assert_eq!(doc, b"A shape for tests.\nSecond doc line.");

@@ -314,7 +314,7 @@ fn a_signature_checks_and_converts_every_call() {
         .unwrap_err()
         .message()
         .contains("must be a function schema"));
-    // Through the registry builtin, from metadata JSON, as bindings call it.
+    // Through the global function, from metadata JSON, as bindings call it.
     let make = rffi_core::get_global_func("ffi.FunctionWithSignature").unwrap();
     let meta = format!(
         r#"{{"type_schema":{},"arg_names":["a"]}}"#,

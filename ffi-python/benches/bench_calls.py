@@ -87,9 +87,10 @@ def ctypes_path(f):
     return g
 
 
-def main():
-    number = int(os.environ.get("RFFI_BENCH_NUMBER", "50000"))
-    repeat = int(os.environ.get("RFFI_BENCH_REPEAT", "7"))
+def setup():
+    """The statements every runtime's columns run, and the names they use: ``(env, cases,
+    targets)``; ``cases`` are rows ``(label, rffi stmt, tvm-ffi stmt, ctypes stmt, ctypes
+    description, calls scale)``, ``targets`` issue 12's goals by row label."""
     lib_path = build_helpers()
     c = ctypes.CDLL(lib_path)
     c.noop.restype = None
@@ -299,6 +300,13 @@ def main():
         "from_dlpack(numpy)": 1.0,
         "Python callback round trip: apply(f, 1)": 0.5,
     }
+    return env, cases, targets
+
+
+def main():
+    number = int(os.environ.get("RFFI_BENCH_NUMBER", "50000"))
+    repeat = int(os.environ.get("RFFI_BENCH_REPEAT", "7"))
+    env, cases, targets = setup()
     have_np = np is not None
     fast = _core.FASTPATH
     # Warm up (CPU clock, caches): the first timings of a fresh process run slow.

@@ -32,3 +32,36 @@ EXPORT int __rffi_add3(void* s, const RFFIAny* a, int32_t n, RFFIAny* r) {
 EXPORT int __tvm_ffi_add3(void* s, const RFFIAny* a, int32_t n, RFFIAny* r) {
   return add3_safe(s, a, n, r);
 }
+
+/* Instruction counts (bench_counts.py): a measured region under callgrind, started with zeroed
+ * counters and dumped under a label. Outside valgrind (or without its header) they do nothing. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define RFFI_BENCH_CALLGRIND 1
+#endif
+#endif
+
+EXPORT int count_available(void) {
+#ifdef RFFI_BENCH_CALLGRIND
+  return RUNNING_ON_VALGRIND != 0;
+#else
+  return 0;
+#endif
+}
+
+EXPORT void count_start(void) {
+#ifdef RFFI_BENCH_CALLGRIND
+  CALLGRIND_ZERO_STATS;
+  CALLGRIND_START_INSTRUMENTATION;
+#endif
+}
+
+EXPORT void count_stop(const char* label) {
+#ifdef RFFI_BENCH_CALLGRIND
+  CALLGRIND_STOP_INSTRUMENTATION;
+  CALLGRIND_DUMP_STATS_AT(label);
+#else
+  (void)label;
+#endif
+}

@@ -97,7 +97,7 @@ __all__ = [
 ]
 
 __version__: str
-# tvm-ffi's module names: the registry functions, and the error functions and classes.
+# tvm-ffi's module names: the function registry's functions, and the error functions and classes.
 registry: ModuleType
 error: ModuleType
 LIB_PATH: str

@@ -28,6 +28,7 @@ from ._error import (
 from ._frame import SCRATCH, scratch
 
 _string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+_ANY = L.ANY
 
 # token -> callable: the context of every function made from a Python callable on the ctypes
 # path. The token (not the PyObject address) is the context because it maps back to the callable
@@ -43,10 +44,10 @@ def _trampoline(token, args_ptr, nargs, result_ptr):
     try:
         f = CALLBACKS[token]
         if nargs == 1:
-            r = f(decode_view(_string_at(args_ptr, 16), 0))
+            r = f(decode_view(_string_at(args_ptr, _ANY), 0))
         elif nargs:
-            raw = _string_at(args_ptr, 16 * nargs)
-            r = f(*[decode_view(raw, 16 * k) for k in range(nargs)])
+            raw = _string_at(args_ptr, _ANY * nargs)
+            r = f(*[decode_view(raw, _ANY * k) for k in range(nargs)])
         else:
             r = f()
         if r is not None:

@@ -7,7 +7,7 @@ session methods (mixed into ``ThreadSession`` and ``ProcessSession``)::
         sess.allreduce(x, x, "sum")          # every worker's x becomes the sum of all of them
         sess.sync()
 
-Each method broadcasts the registry function of the same name (``ccl.allreduce`` ...) to every
+Each method broadcasts the global function of the same name (``ccl.allreduce`` ...) to every
 worker and returns at once; a failure (a shape or dtype mismatch, a dead peer) is raised by the
 next ``sync`` or ``fetch``, like any call's.
 """

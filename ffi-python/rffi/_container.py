@@ -40,7 +40,7 @@ class Array(Object, Sequence):
     def __getitem__(self, index):
         if not self._h:
             self._check_live("read")
-        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
+        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, L.PAIR))
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(size))]
         try:
@@ -53,17 +53,17 @@ class Array(Object, Sequence):
             i += size
         if not 0 <= i < size:
             raise IndexError(f"Array index {index} out of range for length {size}")
-        return decode_view(_string_at(data + 16 * i, 16), 0)
+        return decode_view(_string_at(data + L.ANY * i, L.ANY), 0)
 
     def __iter__(self):
         if not self._h:
             self._check_live("read")
-        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, 16))
+        data, size = _unpack_QQ(_string_at(self._h + L.SEQ_DATA, L.PAIR))
         if not size:
             return iter(())
-        raw = _string_at(data, 16 * size)
+        raw = _string_at(data, L.ANY * size)
         # Items are decoded up front: a lazy iterator would read memory owned by the array.
-        return iter([decode_view(raw, 16 * k) for k in range(size)])
+        return iter([decode_view(raw, L.ANY * k) for k in range(size)])
 
     def _value_form(self, what: str):
         return Array, (list(self),)

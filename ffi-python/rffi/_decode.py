@@ -28,6 +28,7 @@ _IncRef = _lib.ObjectIncRef
 _unpack_iIq = struct.Struct("<iIq").unpack_from
 _unpack_QQ = struct.Struct("<QQ").unpack_from
 _unpack_d = struct.Struct("<d").unpack_from
+_ANY_VALUE = L.ANY_VALUE
 _pack_q = struct.Struct("<q").pack
 pack_any = struct.Struct("<qq").pack
 _M32 = 0xFFFFFFFF
@@ -36,15 +37,15 @@ _M64 = 0xFFFFFFFFFFFFFFFF
 
 def read_str_cell(h: int) -> bytes:
     """The content of a Str or Bytes object."""
-    data, size = _unpack_QQ(_string_at(h + L.STR_DATA, 16))
+    data, size = _unpack_QQ(_string_at(h + L.STR_DATA, L.PAIR))
     return _string_at(data, size) if size else b""
 
 
 def read_shape(h: int) -> tuple:
-    data, size = _unpack_QQ(_string_at(h + L.SHAPE_DATA, 16))
+    data, size = _unpack_QQ(_string_at(h + L.SHAPE_DATA, L.PAIR))
     if not size:
         return ()
-    return struct.unpack(f"<{size}q", _string_at(data, 8 * size))
+    return struct.unpack(f"<{size}q", _string_at(data, L.WORD * size))
 
 
 def py_object_at(addr: int):
@@ -111,7 +112,7 @@ def decode_pod(ti: int, ln: int, p: int):
     if ti == _lib.kRawStr:
         return _string_at(p, -1).decode("utf-8") if p else None
     if ti == _lib.kByteArrayPtr:
-        data, size = _unpack_QQ(_string_at(p, 16))
+        data, size = _unpack_QQ(_string_at(p, L.BYTE_ARRAY))
         return _string_at(data, size) if size else b""
     if ti == _lib.kDLTensorPtr:
         dec = OBJ_DECODERS.get(_lib.kDLTensorPtr)
@@ -123,14 +124,14 @@ def decode_pod(ti: int, ln: int, p: int):
 
 
 def decode_view(raw: bytes, off: int):
-    """A borrowed 16-byte value at ``raw[off:]`` as a Python value."""
+    """A borrowed value (an ``RFFIAny``) at ``raw[off:]`` as a Python value."""
     ti, ln, p = _unpack_iIq(raw, off)
     if ti == 1:  # kInt, the common case, without a call
         return p
     if ti >= 64:
         return obj_borrowed(ti, p)
     if ti == _lib.kFloat:
-        return _unpack_d(raw, off + 8)[0]
+        return _unpack_d(raw, off + _ANY_VALUE)[0]
     return decode_pod(ti, ln, p)
 
 

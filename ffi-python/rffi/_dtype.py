@@ -108,7 +108,7 @@ def _print(code: int, bits: int, lanes: int) -> str:
     if ti == _lib.kSmallStr:
         text = bytes(out)[8 : 8 + length].decode("utf-8")
     elif ti == _lib.kStr:
-        data, size = _unpack_ba(ctypes.string_at(payload + L.STR_DATA, 16))
+        data, size = _unpack_ba(ctypes.string_at(payload + L.STR_DATA, L.PAIR))
         text = ctypes.string_at(data, size).decode("utf-8")
         _lib.ObjectDecRef(payload)
     else:  # pragma: no cover - the runtime always returns a string here

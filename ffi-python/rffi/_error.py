@@ -185,7 +185,8 @@ _lock = threading.Lock()
 
 # 16-byte out-slots for the error path (a handle, or an RFFIByteArray), taken from a pool so
 # threads and nested errors never share one; the int64 view reads them without ctypes objects.
-_OUT_TYPE = ctypes.c_char * 16
+_OUT_TYPE = ctypes.c_char * max(L.WORD, L.BYTE_ARRAY)
+_KIND_AND_MESSAGE = 2 * L.BYTE_ARRAY
 _OUT_POOL: list = []
 
 
@@ -257,9 +258,10 @@ def _take_raised() -> BaseException:
         err._tb_mark = tb
         return exc.with_traceback(tb)
     err = wrap_new(Error, handle, _lib.kError)
-    # Kind and message straight from the Error cell (two RFFIByteArray at offset 24), which is
-    # the ABI; this path is the cost of every raise, so it saves the two accessor calls.
-    kind_data, kind_size, msg_data, msg_size = _unpack_cell(_string_at(handle + L.ERROR_KIND, 32))
+    # Kind and message straight from the Error cell (two adjacent RFFIByteArray), which is the
+    # ABI; this path is the cost of every raise, so it saves the two accessor calls.
+    cell = _string_at(handle + L.ERROR_KIND, _KIND_AND_MESSAGE)
+    kind_data, kind_size, msg_data, msg_size = _unpack_cell(cell)
     kind = _string_at(kind_data, kind_size).decode("utf-8", "replace") if kind_size else ""
     message = _string_at(msg_data, msg_size).decode("utf-8", "replace") if msg_size else ""
     exc = _new_exception(kind or "RuntimeError", message, err)

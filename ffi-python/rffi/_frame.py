@@ -20,9 +20,12 @@ from . import _lib
 
 #: Argument slots of a Function's frames (longer calls make a frame of their own).
 CAP = 6
-# In int64 units: where the arguments start, and the result slot (type word, payload).
-ARGS = L.FRAME_HEADER // 8
-RESULT = L.FRAME_RESULT // 8
+# In int64 units: the argument count, the result slot (type word, payload), and where the
+# arguments start. The ctypes path's hot code (``_function``, ``_decode``) writes these indices as
+# literals, which tests/test_layout.py checks against the layout.
+NUM_ARGS = L.FRAME_NUM_ARGS // L.WORD
+RESULT = L.FRAME_RESULT // L.WORD
+ARGS = L.FRAME_HEADER // L.WORD
 
 # ctypes caches array types only weakly, so a type whose last buffer dies becomes cyclic garbage:
 # keep the frame types alive (capacities are CAP and, rarely, larger counts).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 
+from . import _layout as L
 from . import _lib, _native
 from ._convert import ARGS, OBJECT, TABLE, kind_of, release_temps, write_owned
 from ._decode import OBJ_DECODERS, decode_borrowed, decode_frame_result, decode_owned
@@ -28,8 +29,9 @@ _IncRef = _lib.ObjectIncRef
 _CallFrame = _lib.CallFrame
 _M32 = 0xFFFFFFFF
 _from_bytes = int.from_bytes
-# The common argument shapes, written with one pack_into that also sets the count and resets the
-# result slot.
+# The common argument shapes, written with one pack_into at the argument count that also sets it
+# and resets the result slot (the words NUM_ARGS..ARGS of ``_frame``, then the arguments).
+_AT_COUNT = L.FRAME_NUM_ARGS
 _PACK1 = struct.Struct("<qqq" + "qq").pack_into
 _PACK2 = struct.Struct("<qqq" + "qq" * 2).pack_into
 _PACK3 = struct.Struct("<qqq" + "qq" * 3).pack_into
@@ -174,7 +176,7 @@ class Function(Object):
                     q[4] = 1
                     q[5] = a
                 elif (TABLE.get(t) or kind_of(t)) == OBJECT and a._h:  # a Tensor, a Function...
-                    _PACK1(fr[5], 8, 1, 0, 0, a._ti, a._h)
+                    _PACK1(fr[5], _AT_COUNT, 1, 0, 0, a._ti, a._h)
                 elif t is str and len(a) <= 7 and a.isascii():
                     _PACK1(
                         fr[5], 8, 1, 0, 0, 11 | (len(a) << 32), _from_bytes(a.encode(), "little")
@@ -184,13 +186,13 @@ class Function(Object):
             elif n == 2:
                 a, b = args
                 if type(a) is int and type(b) is int:
-                    _PACK2(fr[5], 8, 2, 0, 0, 1, a, 1, b)
+                    _PACK2(fr[5], _AT_COUNT, 2, 0, 0, 1, a, 1, b)
                 else:
                     packed = False
             elif n == 3:
                 a, b, c = args
                 if type(a) is int and type(b) is int and type(c) is int:
-                    _PACK3(fr[5], 8, 3, 0, 0, 1, a, 1, b, 1, c)
+                    _PACK3(fr[5], _AT_COUNT, 3, 0, 0, 1, a, 1, b, 1, c)
                 else:
                     packed = False
             else:

@@ -60,8 +60,16 @@ def offset(struct: str, field: str) -> int:
 
 # ---- What the package uses ----
 
-#: Bytes of one value (RFFIAny) in argument arrays, frames and containers.
+#: A machine word: the unit of the int64/float64 views that frames are filled through.
+WORD = 8
+#: Bytes of one value (RFFIAny) in argument arrays, frames and containers, and where its payload
+#: (int, float, pointer) is.
 ANY = size("RFFIAny")
+ANY_VALUE = offset("RFFIAny", "v")
+#: A borrowed (data, size) pair.
+BYTE_ARRAY = size("RFFIByteArray")
+#: Two adjacent words read at once: (data, size) of a Str, Shape or Array cell.
+PAIR = 2 * WORD
 #: The object header; an object's cell (its type's fields) follows it.
 CELL = size("RFFIObject")
 #: The header's type index (int32).
@@ -87,9 +95,12 @@ MANAGED_DELETER = offset("DLManagedTensor", "deleter")
 VERSIONED_DELETER = offset("DLManagedTensorVersioned", "deleter")
 VERSIONED_DL_TENSOR = offset("DLManagedTensorVersioned", "dl_tensor")
 VERSIONED_FLAGS = offset("DLManagedTensorVersioned", "flags")
-#: A call frame: its header, the result slot in it; arguments follow the header.
+#: A call frame: its header, the argument count and the result slot in it; arguments follow the
+#: header.
 FRAME_HEADER = size("RFFICallFrame")
+FRAME_NUM_ARGS = offset("RFFICallFrame", "num_args")
 FRAME_RESULT = offset("RFFICallFrame", "result")
 #: DLPackExchangeAPI (DLPack 1.3; not in the rffi header): version {major, minor}, prev_api, then
 #: the allocator.
 EXCHANGE_API_ALLOCATOR = 16
+

@@ -1,7 +1,7 @@
-"""``Tensor`` and DLPack exchange (``rffi.from_dlpack``, ``Tensor.__dlpack__``), zero copy.
+"""``Tensor``, ``rffi.from_dlpack`` and DLPack producers as call arguments, zero copy.
 
-DLPack capsules are handled through ``ctypes.pythonapi``; numpy and torch are never imported here:
-a value of theirs is recognised by its ``__dlpack__`` method, and torch is consulted (for the
+The capsules themselves are handled in ``_dlpack``. numpy and torch are never imported here: a
+value of theirs is recognised by its ``__dlpack__`` method, and torch is consulted (for the
 current CUDA stream) only when a CUDA torch tensor is passed, at which point torch is loaded.
 """
 
@@ -13,45 +13,17 @@ import operator
 import struct
 import sys
 
-from . import _convert, _lib, _native
+from . import _convert, _dlpack, _lib, _native
 from . import _layout as L
 from ._device import Device
 from ._dtype import DataType
 from ._dtype import dtype as _dtype
-from ._error import _OUT_POOL, _out_slot, take_raised_exception
+from ._error import take_raised_exception
 from ._function import FASTPATH
 from ._object import CLASS_OF_INDEX, Object, wrap_new
 from ._shape import Shape
 
-_api = ctypes.pythonapi
-_PyCapsule_GetPointer = _api.PyCapsule_GetPointer
-_PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_PyCapsule_IsValid = _api.PyCapsule_IsValid
-_PyCapsule_IsValid.restype = ctypes.c_int
-_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_PyCapsule_SetName = _api.PyCapsule_SetName
-_PyCapsule_SetName.restype = ctypes.c_int
-_PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_PyCapsule_New = _api.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_PyCapsule_GetPointerRaw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", _api)
-)
-_PyCapsule_IsValidRaw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", _api)
-)
-
-# Capsule names live as module constants: PyCapsule_SetName keeps the pointer, not a copy.
-_DLTENSOR = b"dltensor"
-_USED_DLTENSOR = b"used_dltensor"
-_DLTENSOR_VERSIONED = b"dltensor_versioned"
-_USED_DLTENSOR_VERSIONED = b"used_dltensor_versioned"
-
 _DLTENSOR_FMT = struct.Struct("<QiiiBBHQQQ")  # DLTensor: 48 bytes
-_MANAGED_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_read_ptr = ctypes.c_void_p.from_address
 
 
 class Tensor(Object):
@@ -66,7 +38,9 @@ class Tensor(Object):
     @property
     def shape(self) -> Shape:
         data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
-        return Shape(struct.unpack(f"<{ndim}q", ctypes.string_at(shape, 8 * ndim)) if ndim else ())
+        if not ndim:
+            return Shape(())
+        return Shape(struct.unpack(f"<{ndim}q", ctypes.string_at(shape, L.WORD * ndim)))
 
     @property
     def strides(self) -> tuple:
@@ -74,7 +48,7 @@ class Tensor(Object):
         data, dev_type, dev_id, ndim, code, bits, lanes, shape, strides, off = self._dl()
         if not ndim:
             return ()
-        return struct.unpack(f"<{ndim}q", ctypes.string_at(strides, 8 * ndim))
+        return struct.unpack(f"<{ndim}q", ctypes.string_at(strides, L.WORD * ndim))
 
     @property
     def ndim(self) -> int:
@@ -148,13 +122,13 @@ class Tensor(Object):
         A request this cannot meet is a BufferError, per the standard.
         """
         here = self.__dlpack_device__()
-        _check_stream(stream, here)
+        _dlpack.check_stream(stream, here)
         source = self
         copied = False
         if dl_device is not None:
-            want = _device_pair(dl_device)
+            want = _dlpack.device_pair(dl_device)
             if want != here:
-                if want != (_CPU, 0) or here[0] not in _HOST_DEVICE_TYPES:
+                if want != (_dlpack.CPU, 0) or here[0] not in _dlpack.HOST_DEVICE_TYPES:
                     raise BufferError(
                         f"rffi.Tensor on {self.device} cannot be exported to device {want}: only "
                         "host memory can be copied, to the CPU"
@@ -166,11 +140,11 @@ class Tensor(Object):
                     )
                 copy = True
         if copy:
-            if here[0] not in _HOST_DEVICE_TYPES:
+            if here[0] not in _dlpack.HOST_DEVICE_TYPES:
                 raise BufferError(f"rffi.Tensor cannot copy memory on {self.device}")
             source, copied = self._host_copy(), True
         versioned = max_version is not None and tuple(max_version)[0] >= 1
-        return _export(source, versioned, copied)
+        return _dlpack.export(source, versioned, copied)
 
     def _host_copy(self) -> Tensor:
         """A new CPU tensor holding this host tensor's elements (dense, row-major)."""
@@ -182,7 +156,7 @@ class Tensor(Object):
         ``copy=False`` forbids: a ValueError, as numpy raises)."""
         import numpy as np
 
-        if self.__dlpack_device__()[0] not in _HOST_DEVICE_TYPES:
+        if self.__dlpack_device__()[0] not in _dlpack.HOST_DEVICE_TYPES:
             raise TypeError(
                 f"cannot make a numpy array of rffi.Tensor on {self.device}: device memory "
                 "(copy it to the host first)"
@@ -200,7 +174,7 @@ class Tensor(Object):
     def _value_form(self, what: str):
         """A host tensor's value: its elements' bytes (in row-major order, whatever its strides),
         dtype and shape; memory on a device has no value form here."""
-        if self.__dlpack_device__()[0] not in _HOST_DEVICE_TYPES:
+        if self.__dlpack_device__()[0] not in _dlpack.HOST_DEVICE_TYPES:
             raise TypeError(
                 f"cannot {what} rffi.Tensor on {self.device}: device memory has no value form "
                 "(copy it to the host first; copy.copy shares it)"
@@ -232,59 +206,6 @@ class Tensor(Object):
 
     def __repr__(self) -> str:
         return f"rffi.Tensor(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device})"
-
-
-# kDLCPU, kDLCUDAHost, kDLROCMHost: memory the host reads directly.
-_CPU = 1
-_HOST_DEVICE_TYPES = (_CPU, 3, 11)
-# kDLCUDA, kDLROCM: devices whose consumers name a stream.
-_STREAM_DEVICE_TYPES = (2, 10)
-_IS_COPIED = 1 << 1  # DLPack's DLPACK_FLAG_BITMASK_IS_COPIED
-
-
-def _device_pair(dl_device) -> tuple:
-    try:
-        ty, index = dl_device
-        return (operator.index(ty), operator.index(index))
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"dl_device must be a (device type, index) pair as __dlpack_device__ gives, got "
-            f"{dl_device!r}"
-        ) from None
-
-
-def _check_stream(stream, device) -> None:
-    """The array API's stream values: an int on CUDA (not 0, which is ambiguous) and ROCm (not 1
-    or 2); only None (or -1: no synchronization) on devices without streams."""
-    if stream is None:
-        return
-    if isinstance(stream, bool) or not isinstance(stream, int):
-        raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
-    if stream == -1:
-        return
-    ty = device[0]
-    if ty not in _STREAM_DEVICE_TYPES:
-        raise BufferError(
-            f"stream={stream} given for a tensor on a device without streams "
-            f"(device type {ty}): only None is accepted there"
-        )
-    if stream < -1 or (ty == 2 and stream == 0) or (ty == 10 and stream in (1, 2)):
-        raise BufferError(f"stream={stream} is not a valid stream for device type {ty}")
-
-
-def _export(t: Tensor, versioned: bool, copied: bool):
-    """A capsule owning a DLPack export of ``t``."""
-    out = ctypes.c_void_p()
-    if versioned:
-        if _lib.TensorToDLPackVersioned(t._h, ctypes.byref(out)) != 0:
-            raise take_raised_exception()
-        if copied:
-            flags = ctypes.c_uint64.from_address(out.value + L.VERSIONED_FLAGS)
-            flags.value |= _IS_COPIED
-        return _PyCapsule_New(out.value, _DLTENSOR_VERSIONED, _CAPSULE_DELETER_VERSIONED_ADDR)
-    if _lib.TensorToDLPack(t._h, ctypes.byref(out)) != 0:
-        raise take_raised_exception()
-    return _PyCapsule_New(out.value, _DLTENSOR, _CAPSULE_DELETER_ADDR)
 
 
 def tensor_from_bytes(data: bytes, dtype, shape) -> Tensor:
@@ -322,54 +243,6 @@ def tensor_from_bytes(data: bytes, dtype, shape) -> Tensor:
 CLASS_OF_INDEX[_lib.kTensor] = Tensor
 
 
-def _capsule_deleter(capsule, name, deleter_offset):
-    # A capsule nobody consumed still owns its managed tensor: call the tensor's deleter.
-    if _PyCapsule_IsValidRaw(capsule, name):
-        managed = _PyCapsule_GetPointerRaw(capsule, name)
-        deleter = _read_ptr(managed + deleter_offset).value
-        if deleter:
-            _MANAGED_DELETER(deleter)(managed)
-
-
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-# DLManagedTensor: deleter at 56 (after DLTensor and manager_ctx); versioned: at 16.
-_CAPSULE_DELETER = _CAPSULE_DESTRUCTOR(lambda c: _capsule_deleter(c, _DLTENSOR, L.MANAGED_DELETER))
-_CAPSULE_DELETER_VERSIONED = _CAPSULE_DESTRUCTOR(
-    lambda c: _capsule_deleter(c, _DLTENSOR_VERSIONED, L.VERSIONED_DELETER)
-)
-_CAPSULE_DELETER_ADDR = ctypes.cast(_CAPSULE_DELETER, ctypes.c_void_p).value
-_CAPSULE_DELETER_VERSIONED_ADDR = ctypes.cast(_CAPSULE_DELETER_VERSIONED, ctypes.c_void_p).value
-
-
-def _consume_capsule(capsule, require_alignment: int, require_contiguous: bool) -> int:
-    """Imports a DLPack capsule as a Tensor handle (owned), marking the capsule used."""
-    # Asking for the pointer under each name checks the name too (a mismatch is a ValueError):
-    # one C call in the common case instead of a check and a fetch.
-    try:
-        managed = _PyCapsule_GetPointer(capsule, _DLTENSOR_VERSIONED)
-        used, importer = _USED_DLTENSOR_VERSIONED, _lib.TensorFromDLPackVersionedAt
-    except ValueError:
-        try:
-            managed = _PyCapsule_GetPointer(capsule, _DLTENSOR)
-            used, importer = _USED_DLTENSOR, _lib.TensorFromDLPackAt
-        except ValueError:
-            raise ValueError(
-                "rffi.from_dlpack: expected an unused DLPack capsule ('dltensor' or "
-                "'dltensor_versioned'); a capsule can be consumed only once"
-            ) from None
-    slot = _out_slot()
-    try:
-        rc = importer(managed, int(require_alignment), 1 if require_contiguous else 0, slot[2])
-        # The runtime owns the managed tensor from here on, also when it refused it (its deleter
-        # has run then): the capsule must not delete it again.
-        _PyCapsule_SetName(capsule, used)
-        if rc != 0:
-            raise take_raised_exception()
-        return slot[1][0]
-    finally:
-        _OUT_POOL.append(slot)
-
-
 def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = False) -> Tensor:
     """A Tensor sharing the memory of ``obj``: anything with ``__dlpack__`` (numpy, torch, cupy,
     jax arrays, rffi Tensors) or a DLPack capsule. No copy is made."""
@@ -387,7 +260,7 @@ def from_dlpack(obj, *, require_alignment: int = 0, require_contiguous: bool = F
             capsule = dlpack(max_version=(1, 1))
         except TypeError:  # a producer older than DLPack 1.0 takes no max_version
             capsule = dlpack()
-    h = _consume_capsule(capsule, require_alignment, require_contiguous)
+    h = _dlpack.consume_capsule(capsule, require_alignment, require_contiguous)
     if capsule is not obj:
         _convert.kind_of(type(obj))  # learns the type's rule: next time, natively
     return wrap_new(Tensor, h, _lib.kTensor)
@@ -435,27 +308,6 @@ class _CallEnv:
             _lib.EnvSetStream(2, self._dev, self._prev_stream, None)
 
 
-_EXCHANGE_API = b"dlpack_exchange_api"
-_ALLOCATORS: dict = {}  # type -> the allocator of its DLPack exchange API, or 0
-
-
-def _allocator_of(t) -> int:
-    """The DLPack allocator published by type ``t`` (``__dlpack_c_exchange_api__``), or 0."""
-    try:
-        return _ALLOCATORS[t]
-    except KeyError:
-        pass
-    alloc = 0
-    api = getattr(t, "__dlpack_c_exchange_api__", None)
-    if api is not None and _PyCapsule_IsValid(api, _EXCHANGE_API):
-        table = _PyCapsule_GetPointer(api, _EXCHANGE_API)
-        # DLPackExchangeAPI: version {major, minor} at 0; managed_tensor_allocator at 16.
-        if table and ctypes.c_uint32.from_address(table).value == 1:
-            alloc = _read_ptr(table + L.EXCHANGE_API_ALLOCATOR).value or 0
-    _ALLOCATORS[t] = alloc
-    return alloc
-
-
 def set_dlpack(value, fr, i):
     """The setter of DLPack producers passed directly as arguments (zero copy)."""
     t = from_dlpack(value)
@@ -463,7 +315,7 @@ def set_dlpack(value, fr, i):
     q[i] = _lib.kTensor
     q[i + 1] = t._h
     vt = type(value)
-    alloc = _allocator_of(vt) if _lib.EnvSetDLPackManagedTensorAllocator is not None else 0
+    alloc = _dlpack.allocator_of(vt) if _lib.EnvSetDLPackManagedTensorAllocator is not None else 0
     dev_id = stream = None
     if vt.__module__ == "torch" and _lib.EnvSetStream is not None and value.is_cuda:
         torch = sys.modules["torch"]

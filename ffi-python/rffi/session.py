@@ -1,4 +1,4 @@
-"""Sessions: one controller driving N workers that each hold an rffi runtime, calling registry
+"""Sessions: one controller driving N workers that each hold an rffi runtime, calling global
 functions by name on all of them at once (the job of TVM's Disco)::
 
     with rffi.ProcessSession(num_workers=2) as sess:
@@ -272,7 +272,7 @@ class _Session(_Collectives):
 
 
 class ThreadSession(_Session):
-    """``num_workers`` workers, each a thread of this process sharing its registry."""
+    """``num_workers`` workers, each a thread of this process sharing its function registry."""
 
     def __init__(self, num_workers: int):
         self._start(_f("ThreadSession")(num_workers))

@@ -3,7 +3,7 @@
 
     {"w": [["rffi.shard.split", [[2, 4096, 2048], "float32"], 2, 1]]}
 
-Each step is a registry function called ``func(input, *extra, output)`` with ``output`` allocated
+Each step is a global function called ``func(input, *extra, output)`` with ``output`` allocated
 from the declared shape and dtype; the last output's leading dimension is the worker count and
 worker ``i`` keeps slice ``i``; parameters without an entry are replicated. The work is done by
 the runtime's ``rffi.shard.*`` functions (Rust), which Rust and C callers reach the same way.

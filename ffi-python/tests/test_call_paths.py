@@ -1,4 +1,4 @@
-"""The call path behind ``rffi.Function``: the native fast path (``rffi/_pyfast.py``) where the
+"""The call path behind ``rffi.Function``: the native fast path (``rffi/_native.py``) where the
 interpreter allows it, the ctypes path otherwise or with ``RFFI_PYTHON_FASTPATH=0``. The whole suite
 runs on both (scripts/test.sh); these tests pin what differs in how each path gets there:
 argument kinds handed between them, reference counts, keywords, subclasses, the GIL flag."""

@@ -101,7 +101,7 @@ def test_decorator_forms(testing):
             return x * 3
 
         assert rffi.get_global_func("pytest_bare")(4) == 12
-        # tvm-ffi's module name for the registry functions.
+        # tvm-ffi's module name for the function registry's functions.
         assert "pytest.deco" in rffi.registry.list_global_func_names()
     finally:
         for name in ("pytest_bare", "pytest.deco"):

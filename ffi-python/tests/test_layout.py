@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from rffi import _layout
+from rffi import _frame, _layout
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HEADER = REPO / "include" / "rffi" / "c_api.h"
@@ -49,3 +49,24 @@ def test_derived_offsets():
     assert _layout.ERROR_UPDATE_BACKTRACE == 72
     assert (_layout.MANAGED_DELETER, _layout.VERSIONED_DELETER) == (56, 16)
     assert (_layout.FRAME_HEADER, _layout.FRAME_RESULT) == (32, 16)
+    assert (_layout.FRAME_NUM_ARGS, _layout.ANY_VALUE, _layout.BYTE_ARRAY) == (8, 8, 16)
+
+
+def test_pairs_read_at_once_are_adjacent():
+    # (data, size) of a Str, Shape or Array cell, and an Error's kind and message, are each read
+    # with one read of adjacent words.
+    word, pair = _layout.WORD, _layout.BYTE_ARRAY
+    assert _layout.STRUCTS["RFFIByteArray"][1] == {"data": 0, "size": word}
+    assert _layout.STRUCTS["RFFIShapeCell"][1] == {"data": 0, "size": word}
+    assert _layout.SEQ_SIZE == _layout.SEQ_DATA + word and pair == 2 * word
+    assert pair == _layout.BYTE_ARRAY
+    cell = _layout.STRUCTS["RFFIErrorCell"][1]
+    assert cell["message"] == cell["kind"] + pair
+
+
+def test_frame_word_indices():
+    # The ctypes call path's hot code (rffi/_function.py, _decode.py) indexes a frame's int64
+    # words with these numbers written out: q[1] the argument count, q[2] and q[3] the result's
+    # type word and payload, q[4] and q[5] the first argument's; and packs from byte 8.
+    assert (_frame.NUM_ARGS, _frame.RESULT, _frame.ARGS) == (1, 2, 4)
+    assert _layout.FRAME_NUM_ARGS == 8 and _layout.ANY == 2 * _layout.WORD

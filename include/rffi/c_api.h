@@ -1,5 +1,5 @@
 /*
- * rffi C API: values, objects, functions, the global registry and errors.
+ * rffi C API: values, objects, functions, the function registry and errors.
  *
  * Conventions: functions returning int return 0 on success and -1 on failure; on failure an Error
  * object waits in a thread-local slot, taken with RFFIErrorMoveFromRaised. Byte arrays passed in
@@ -1346,7 +1346,7 @@ int32_t RFFITypeRegisterField(int32_t type_index, const struct RFFIFieldInfo *in
 
 /**
  * Registers a method of a type: `info->method` must hold a Function (a TypeError otherwise),
- * which the registry keeps for the life of the process. An instance method is called with the
+ * which the type registry keeps for the life of the process. An instance method is called with the
  * object first. A duplicate name is a ValueError.
  *
  * # Safety

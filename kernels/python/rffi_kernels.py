@@ -25,7 +25,7 @@ import os
 
 import rffi
 
-# Ops called with positional arguments only: looked up once, then the registry function itself.
+# Ops called with positional arguments only: looked up once, then the global function itself.
 OPS = ("add", "sub", "mul", "div", "relu", "exp", "matmul")
 _NAME = "librffi_kernels_plugin.so"
 

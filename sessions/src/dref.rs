@@ -96,7 +96,7 @@ impl DRef {
         }
     }
 
-    /// Reads a DRef argument of a registry function.
+    /// Reads a DRef argument of a global function.
     pub fn from_arg(v: &AnyView<'_>, what: &str) -> Result<DRef> {
         v.as_object().and_then(DRef::from_object).ok_or_else(|| {
             Error::type_error(format!(

@@ -1,4 +1,4 @@
-//! Sessions as registry functions (`session.*`) and objects (`session.Session`, `session.DRef`):
+//! Sessions as global functions (`session.*`) and objects (`session.Session`, `session.DRef`):
 //! how C, Python and plugins reach them without C entry points of their own.
 
 use crate::dref::{DFunction, DModule, DRef};

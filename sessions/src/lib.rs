@@ -1,5 +1,5 @@
 //! rffi sessions: one controller driving N workers that each hold a full rffi runtime and call
-//! registry functions by name on all of them at once (the job of TVM's Disco).
+//! global functions by name on all of them at once (the job of TVM's Disco).
 //!
 //! ```
 //! use rffi_session::ThreadSession;
@@ -15,7 +15,7 @@
 //! shared memory), `progress` (the shared counters a sync waits on), `worker` (the command loop
 //! and register file), `process` (spawning and reaping worker processes), `controller`
 //! (broadcast, sync, failures), `dref` (handles), `session` (the Rust API), `ffi` (the
-//! `session.*` registry functions), `ccl` (collectives) and `shard` (loading parameters sharded
+//! `session.*` global functions), `ccl` (collectives) and `shard` (loading parameters sharded
 //! at load time).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]

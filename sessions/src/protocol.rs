@@ -4,7 +4,7 @@
 //! so a call costs one frame per worker and no wait. Every answer carries the first failure the
 //! worker met since the previous answer, which is how errors of pipelined commands come back.
 //!
-//! Later features need no new kinds: collectives (`ccl.*`) and load-time sharding are registry
+//! Later features need no new kinds: collectives (`ccl.*`) and load-time sharding are global
 //! functions the workers call through `Call`, with ids and sizes passed as bytes and ints. New kinds
 //! get new tags; a worker answers an unknown tag with an error, never by dying.
 

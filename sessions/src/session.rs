@@ -31,7 +31,7 @@ pub struct ProcessSession;
 pub struct SocketSession;
 
 impl ThreadSession {
-    /// A session of `num_workers` workers, each a thread of this process sharing its registry.
+    /// A session of `num_workers` workers, each a thread of this process sharing its function registry.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(num_workers: usize) -> Result<Session> {
         Ok(Session {

@@ -1,4 +1,4 @@
-//! A worker: runs the controller's commands against its own process's registry and keeps the
+//! A worker: runs the controller's commands against its own process's function registry and keeps the
 //! register file that DRefs name.
 //!
 //! A worker never dies of what a command does: every error and panic is caught per command and

@@ -106,7 +106,7 @@ fn split_and_qkv_shard_by_rank() {
             .flat_map(|r| [(r * 2) as f32, (r * 2 + 1) as f32])
             .collect();
         assert_eq!(q.to_vec::<f32>().unwrap(), want);
-        // The same through the registry functions (two steps: no direct copy from the file).
+        // The same through the global functions (two steps: no direct copy from the file).
         let chain = ShardInfo::parse(
             r#"{"qkv": [["rffi.shard.qkv", [[2, 6, 2], "float32"], 2, 2, 2],
                         ["shard_test.double", [[2, 6, 2], "float32"]]],

@@ -100,7 +100,7 @@ static void register_types(void) {
   m.method.type_index = kRFFIFunction;
   m.method.v.v_obj = (RFFIObject*)fn;
   CHECK(RFFITypeRegisterMethod(g_particle, &m) == 0);
-  RFFIObjectDecRef(fn); /* the registry keeps its own reference */
+  RFFIObjectDecRef(fn); /* the function registry keeps its own reference */
   m.name = ba_of("not_a_function");
   m.method = int_any(1);
   CHECK(RFFITypeRegisterMethod(g_particle, &m) == -1);

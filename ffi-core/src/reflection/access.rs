@@ -381,7 +381,7 @@ pub fn static_method(index: i32, name: &str) -> Result<Function> {
 pub fn create_object(index: i32) -> Result<ObjectRef> {
     let info =
         type_info(index).ok_or_else(|| Error::key_error(format!("unknown type index {index}")))?;
-    // SAFETY: metadata, when set, is a registry entry alive for the process.
+    // SAFETY: metadata, when set, is a type registry entry alive for the process.
     let meta = unsafe { info.metadata.as_ref() };
     if let Some(creator) = meta.and_then(|m| m.creator) {
         let mut out: RFFIObjectHandle = core::ptr::null_mut();

@@ -39,7 +39,7 @@ pub fn type_info_json(index: i32) -> Result<String> {
         .into_iter()
         .rev()
         .collect();
-    // SAFETY: registry entries live as long as the process.
+    // SAFETY: type registry entries live as long as the process.
     let meta = unsafe { info.metadata.as_ref() };
     // SAFETY: as above, with `num_fields` / `num_methods` entries.
     let (fields, methods) = unsafe {
@@ -221,7 +221,7 @@ pub fn register_value_type(key: &str, parent: Option<i32>, fields_json: &str) ->
         p => {
             let info =
                 type_info(p).ok_or_else(|| Error::key_error(format!("unknown type index {p}")))?;
-            // SAFETY: registry metadata lives as long as the process.
+            // SAFETY: type registry metadata lives as long as the process.
             let size = unsafe { info.metadata.as_ref() }.map_or(0, |m| m.total_size);
             if super::extend::is_native(info) {
                 super::extend::first_field_offset(info)?

@@ -173,7 +173,7 @@ pub unsafe fn register_field(type_index: i32, info: &RFFIFieldInfo) -> Result<()
                 "field `{name}` of `{key}` is already registered"
             )));
         }
-        // From here on the registry owns these for the life of the process.
+        // From here on the type registry owns these for the life of the process.
         if let Some(setter) = setter {
             f.setter = setter.into_object().into_raw().as_ptr().cast();
         }
@@ -222,7 +222,7 @@ pub unsafe fn register_method(type_index: i32, info: &RFFIMethodInfo) -> Result<
         m.name = leak_bytes(name.as_bytes());
         m.doc = leak_bytes(bytes(&info.doc));
         m.metadata = leak_bytes(bytes(&info.metadata));
-        m.method = method.into_raw(); // owned by the registry for ever
+        m.method = method.into_raw(); // owned by the type registry for ever
         w.push_method(m);
         Ok(())
     })
@@ -257,7 +257,7 @@ pub(crate) fn lineage(index: i32) -> impl Iterator<Item = &'static RFFITypeInfo>
         ancestors
             .iter()
             .rev()
-            // SAFETY: ancestors are registry entries, alive for the process.
+            // SAFETY: ancestors are type registry entries, alive for the process.
             .map(|&a| unsafe { &*a }),
     )
 }
@@ -308,8 +308,8 @@ impl ObjectRef {
     }
 }
 
-/// The value of `Any` owned by the registry as a view.
+/// The value of `Any` owned by the type registry as a view.
 pub(crate) fn registry_value(raw: &'static RFFIAny) -> AnyView<'static> {
-    // SAFETY: owned by the registry for the life of the process.
+    // SAFETY: owned by the type registry for the life of the process.
     unsafe { AnyView::from_raw(*raw) }
 }

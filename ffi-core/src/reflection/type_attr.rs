@@ -5,7 +5,7 @@
 //! The table is column-oriented, as tvm-ffi's: one `RFFITypeAttrColumn` per attribute name, so
 //! C reads a type's entry with one index (`RFFIGetTypeAttrColumn`). It lives in the host runtime's
 //! image. A plugin's copy of this crate reaches it through
-//! the global functions `ffi.TypeRegisterAttr` / `ffi.TypeGetAttr`, which its registry forwards
+//! the global functions `ffi.TypeRegisterAttr` / `ffi.TypeGetAttr`, which its function registry forwards
 //! to the host, so an attribute registered by a plugin is seen by the host and the other way
 //! round.
 

@@ -1,5 +1,5 @@
 //! Structural equality: two values are equal when they have the same shape and contents, object
-//! fields compared by the registry's field list (tvm-ffi's `StructuralEqual`). On the way back
+//! fields compared by the type registry's field list (tvm-ffi's `StructuralEqual`). On the way back
 //! up from the first difference it records the steps that lead to it on each side.
 
 use super::items::{same_key, Entries, Seq};

@@ -129,7 +129,7 @@ pub(crate) fn addr(v: &AnyView<'_>) -> usize {
 /// The equality kind of a registered type (`kRFFISEqHashKind*`); undeclared types compare as
 /// trees.
 pub(crate) fn eq_hash_kind(index: i32) -> i32 {
-    // SAFETY: registry metadata lives as long as the process.
+    // SAFETY: type registry metadata lives as long as the process.
     let kind = type_info(index)
         .and_then(|i| unsafe { i.metadata.as_ref() })
         .map_or(kRFFISEqHashKindUnsupported, |m| m.structural_eq_hash_kind);
@@ -160,7 +160,7 @@ pub fn set_eq_hash_kind(index: i32, kind: i32) -> Result<()> {
         total_size: old.map_or(0, |m| m.total_size),
         structural_eq_hash_kind: kind,
     };
-    // SAFETY: the doc is the registry's own (alive for the process) or empty.
+    // SAFETY: the doc is the type registry's own (alive for the process) or empty.
     unsafe { crate::reflection::register_metadata(index, &meta) }
 }
 

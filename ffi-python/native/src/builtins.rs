@@ -76,7 +76,7 @@ unsafe extern "C" fn forget_kinds(_context: PyObj, _unused: PyObj) -> PyObj {
     guarded(|api| {
         // SAFETY: GIL held (a builtin's call).
         unsafe {
-            super::convert::forget_kinds(api);
+            super::kinds::forget_kinds(api);
             api.none()
         }
     })

@@ -105,11 +105,11 @@ unsafe fn call_with_gil(
     // SAFETY: GIL held; every argument made here is a new reference, released on all paths.
     unsafe {
         let mut stack = [std::ptr::null_mut(); 8];
-        let mut heap = Vec::new();
+        let mut heap;
         let argv: &mut [PyObj] = if n <= stack.len() {
             &mut stack[..n]
         } else {
-            heap.resize(n, std::ptr::null_mut());
+            heap = vec![std::ptr::null_mut(); n];
             &mut heap
         };
         let release_all = |argv: &[PyObj]| {

@@ -166,6 +166,7 @@ table! {
     f PyCapsule_SetName: unsafe extern "C" fn(PyObj, *const c_char) -> c_int,
     f PyList_GetItem: unsafe extern "C" fn(PyObj, Py_ssize_t) -> PyObj,
     f PyGILState_Ensure: unsafe extern "C" fn() -> c_int,
+    f PyGILState_GetThisThreadState: unsafe extern "C" fn() -> *mut c_void,
     f PyGILState_Release: unsafe extern "C" fn(c_int),
     f PyErr_Fetch: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),
     f PyErr_NormalizeException: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),

@@ -6,8 +6,10 @@
 //! thread, the thread state it released. A Python callback that the native function runs on the
 //! same thread then needs no `PyGILState_Ensure` lookups: it sees that this thread still holds
 //! the GIL (the innermost call kept it: no hand-off at all), or takes it back with the recorded
-//! state and releases it again when done. A callback on any other thread (a native thread, which
-//! the native function may be waiting for), or with nothing recorded, goes through
+//! state and releases it again when done. With nothing recorded (every call on the thread kept
+//! the GIL), a callback whose thread's own state is the current one holds the GIL already: the
+//! check `PyGILState_Ensure` starts with, without its counting in and out. A callback on any
+//! other thread (a native thread, which the native function may be waiting for) goes through
 //! `PyGILState_Ensure`/`Release`, so a call that released the GIL never deadlocks with it.
 
 use super::cpython::*;
@@ -64,11 +66,13 @@ pub(crate) enum Entered {
 #[inline(always)]
 pub(crate) unsafe fn enter(api: &Api) -> Entered {
     let ts = CALLER.get();
-    // SAFETY: reading the current thread state never blocks or fails; `ts` is this thread's own
-    // state (recorded by a call running on it), so restoring it attaches this thread.
+    // SAFETY: reading the current thread state, or this thread's own (its PyGILState record),
+    // never blocks or fails; `ts` is this thread's own state (recorded by a call running on it),
+    // so restoring it attaches this thread.
     unsafe {
+        // The thread state holding the GIL (CPython < 3.12), or this thread's attached one.
+        let current = (api.PyThreadState_GetUnchecked)();
         if !ts.is_null() {
-            let current = (api.PyThreadState_GetUnchecked)();
             if current == ts {
                 return Entered::Held;
             }
@@ -76,6 +80,8 @@ pub(crate) unsafe fn enter(api: &Api) -> Entered {
                 (api.PyEval_RestoreThread)(ts);
                 return Entered::Restored;
             }
+        } else if !current.is_null() && current == (api.PyGILState_GetThisThreadState)() {
+            return Entered::Held;
         }
         Entered::Ensured((api.PyGILState_Ensure)())
     }

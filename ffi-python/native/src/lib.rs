@@ -32,6 +32,7 @@ mod convert;
 mod cpython;
 mod function_type;
 mod gil;
+mod kinds;
 mod object_type;
 pub mod runtime;
 mod tensors;

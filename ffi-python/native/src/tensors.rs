@@ -463,7 +463,7 @@ pub(super) unsafe fn from_dlpack(api: &Api, h: &Hooks, obj: PyObj) -> i64 {
         } else {
             // A type the package's conversion table knows as a DLPack producer (a type it does
             // not know yet is left to the Python code, which learns its rule).
-            if super::convert::known_kind(api, h, t) == Some(super::convert::native::DLPACK) {
+            if super::kinds::known_kind(api, h, t) == Some(super::kinds::native::DLPACK) {
                 import_dlpack(api, h, obj, t)
             } else {
                 Ok(None)

@@ -1,6 +1,6 @@
 /*
  * rffi C++ API: functions. `rffi::Function` calls any rffi function (Rust, C, C++, Python) with
- * C++ arguments and makes C++ callables into rffi functions; the global registry and modules.
+ * C++ arguments and makes C++ callables into rffi functions; the function registry and modules.
  * Part of <rffi/rffi.hpp>.
  */
 #ifndef RFFI_CPP_FUNCTION_HPP_
@@ -281,7 +281,7 @@ class Module : public ObjectRef {
   Module() = default;
   static Module Unchecked(ObjectRef ref) { return Module(std::move(ref), 0); }
 
-  /*! \brief Loads a plugin (its registered functions join the global registry). */
+  /*! \brief Loads a plugin (its registered functions join the function registry). */
   static Module LoadFromFile(std::string_view path) {
     RFFIByteArray ba = detail::bytes_of(path);
     RFFIObjectHandle h = nullptr;

@@ -1,4 +1,4 @@
-//! Collectives between the workers of a session (`ccl.*` registry functions on each worker, and
+//! Collectives between the workers of a session (`ccl.*` global functions on each worker, and
 //! the same names as `Session` methods).
 //!
 //! `init_ccl("shm")` joins the workers through one shared-memory file on this host (CPU tensors);
@@ -81,7 +81,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The registry name of the collective (`"ccl.allreduce"`, ...), for messages.
+    /// The global function name of the collective (`"ccl.allreduce"`, ...), for messages.
     pub fn name(self) -> &'static str {
         match self {
             Kind::AllReduce(_) => "ccl.allreduce",

@@ -1,4 +1,4 @@
-//! The `ccl.*` registry functions every worker offers, and `ccl.InitSession` for a controller.
+//! The `ccl.*` global functions every worker offers, and `ccl.InitSession` for a controller.
 //!
 //! Collectives: `ccl.allreduce(src, dst, op)`, `ccl.allgather(src, dst)`,
 //! `ccl.reduce_scatter(src, dst, op)`, `ccl.broadcast_from_worker_0(src, dst)`,

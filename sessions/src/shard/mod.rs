@@ -9,7 +9,7 @@
 //! # Ok::<(), rffi_core::Error>(())
 //! ```
 //!
-//! `load_local` does the same for one rank in this process. Registry functions:
+//! `load_local` does the same for one rank in this process. Global functions:
 //! `rffi.shard.load_local(weights, shard_info, rank, world_size, progress)` (a Map name → Tensor;
 //! `shard_info` is JSON text or a path), `rffi.shard.load_worker(weights, shard_info, progress)`
 //! (the same on a session worker, for its own rank), `rffi.shard.names(map)` and

@@ -1,5 +1,5 @@
 //! Shard plans in the shape of TVM's `shard_info.json`:
-//! `{param: [[func_name, [out_shape, out_dtype], extra...], ...]}`. Each step calls the registry
+//! `{param: [[func_name, [out_shape, out_dtype], extra...], ...]}`. Each step calls the global
 //! function `func_name` as `func(input, *extra, output)` with `output` allocated by the loader from
 //! the declared shape and dtype; the last output's leading dimension is the worker count, and
 //! worker `i` keeps slice `i`. Parameters without an entry are replicated.
@@ -11,7 +11,7 @@ use std::path::Path;
 /// One step of a parameter's plan.
 #[derive(Clone, Debug)]
 pub struct Step {
-    /// The registry function that makes this step's output (`rffi.shard.split`, ...).
+    /// The global function that makes this step's output (`rffi.shard.split`, ...).
     pub func: String,
     /// The shape of the step's output on each worker.
     pub out_shape: Vec<i64>,

@@ -236,7 +236,7 @@ impl Encoder {
 
     fn object(&mut self, v: &AnyView<'_>) -> Result<Json> {
         let ti = v.type_index();
-        // SAFETY: registry metadata lives as long as the process.
+        // SAFETY: type registry metadata lives as long as the process.
         let meta = type_info(ti).and_then(|i| unsafe { i.metadata.as_ref() });
         let creatable = meta.is_some_and(|m| {
             m.creator.is_some() || m.total_size as usize >= core::mem::size_of::<RFFIObject>()
