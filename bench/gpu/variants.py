@@ -31,23 +31,18 @@ def softmax_with(**params):
     return out
 
 
+NORM = json.load(open(os.path.join(TUNE, "sm_90.json")))["norm"]
+
 VARIANTS = {
     # Short rows without the shared-memory tiles: the lane-per-row and warp-per-row variants.
     "softmax-no-tiles": ("softmax", "softmax", softmax_with(tile_max=0)),
-    # Elementwise grids: no cap (a block per tile of packs, as many as the work), smaller blocks.
-    "ew-uncapped": (
-        "elementwise",
-        "elementwise",
-        [{"threads": 256, "blocks_per_sm": 1 << 20, "waves": 1 << 20}],
-    ),
-    "ew-128": ("elementwise", "elementwise", [{"threads": 128, "blocks_per_sm": 16}]),
-    # Normalizations: more packs a thread (fewer threads a row, more rows an SM).
-    "norm-packs-4": ("norms", "norm", [{"threads": 512, "packs": 4}]),
-    "norm-packs-8": ("norms", "norm", [{"threads": 512, "packs": 8}]),
-    # Softmax rows in a block's registers: 8 packs a thread.
-    "softmax-packs-8": ("softmax", "softmax", softmax_with(packs=8)),
-    # Column reductions in fewer chunks (less partial traffic, fewer blocks).
-    "reduce-cols-1024": ("reductions", "reduce", [dict(REDUCE, cols_split_min=1024)]),
+    # The tiles for every row length up to 1024 (the configs stop at 128, and float32 rows of
+    # 16 to 64 go without them).
+    "softmax-tiles-1024": ("softmax", "softmax", softmax_with(tile_max=1024)),
+    # Column reductions a thread per pack of outputs (no row slices merged in shared memory).
+    "reduce-cols-vec": ("reductions", "reduce", [dict(REDUCE, cols_tile=0)]),
+    # 16-bit normalization rows with one pack a thread (twice the threads a row).
+    "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }
 
 

@@ -145,6 +145,7 @@ pub mod structural;
 pub mod tensor;
 mod testing;
 mod testing_compare_types;
+mod testing_dataclass_types;
 mod testing_types;
 pub mod type_registry;
 

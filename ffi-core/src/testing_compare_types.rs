@@ -1,9 +1,8 @@
 //! Object types for the recursive comparisons' tests, as tvm-ffi's tests name them: fields left
 //! out of `==` or `hash` (`testing.TestCompare`, `testing.TestHash`), the comparison hooks
-//! (`testing.TestCustomHash`, `testing.TestCustomCompare`, `testing.TestEqWithoutHash`), and a
-//! chain of derived writable types (`testing.TestCxxClassBase` and its children).
+//! (`testing.TestCustomHash`, `testing.TestCustomCompare`, `testing.TestEqWithoutHash`).
 
-use crate::reflection::{Mut, Obj, ObjectHeader};
+use crate::reflection::{Obj, ObjectHeader};
 use crate::{Function, Result};
 
 crate::object_type! {
@@ -133,83 +132,6 @@ crate::object_type! {
         #[type_attr]
         "__ffi_eq__" => |a: Obj<TestEqWithoutHash>, b: Obj<TestEqWithoutHash>, fn_eq: Function| {
             fn_eq.call(&[a.key.into(), b.key.into()])?.try_as::<bool>()
-        };
-    }
-}
-
-crate::object_type! {
-    /// Writable integer fields, left out of `repr`.
-    pub struct TestCxxClassBase("testing.TestCxxClassBase") {
-        /// A 64-bit integer.
-        #[repr_off]
-        pub v_i64: Mut<i64>,
-        /// A 32-bit integer.
-        #[repr_off]
-        pub v_i32: Mut<i32>,
-    }
-    methods {
-        /// Makes one from its fields, in order.
-        #[static_method]
-        "__ffi_init__" => |v_i64: i64, v_i32: i32| Obj::new(TestCxxClassBase {
-            base: ObjectHeader::default(),
-            v_i64: Mut::new(v_i64),
-            v_i32: Mut::new(v_i32),
-        });
-    }
-}
-
-crate::object_type! {
-    /// `testing.TestCxxClassBase` with float fields (`v_f32` defaults to 8).
-    pub struct TestCxxClassDerived("testing.TestCxxClassDerived"): TestCxxClassBase {
-        /// A 64-bit float.
-        pub v_f64: Mut<f64>,
-        /// A 32-bit float.
-        #[default = 8.0f32]
-        pub v_f32: Mut<f32>,
-    }
-    methods {
-        /// Makes one from its fields, in order (the parent's first).
-        #[static_method]
-        "__ffi_init__" => |v_i64: i64, v_i32: i32, v_f64: f64, v_f32: f32| {
-            Obj::new(TestCxxClassDerived {
-                base: TestCxxClassBase {
-                    base: ObjectHeader::default(),
-                    v_i64: Mut::new(v_i64),
-                    v_i32: Mut::new(v_i32),
-                },
-                v_f64: Mut::new(v_f64),
-                v_f32: Mut::new(v_f32),
-            })
-        };
-    }
-}
-
-crate::object_type! {
-    /// `testing.TestCxxClassDerived` with a string (default `"default"`) and a bool.
-    pub struct TestCxxClassDerivedDerived("testing.TestCxxClassDerivedDerived"): TestCxxClassDerived {
-        /// A string.
-        #[default = "default"]
-        pub v_str: Mut<String>,
-        /// A bool.
-        pub v_bool: Mut<bool>,
-    }
-    methods {
-        /// Makes one from its fields, in order (the parents' first).
-        #[static_method]
-        "__ffi_init__" => |v_i64: i64, v_i32: i32, v_f64: f64, v_f32: f32, v_str: String, v_bool: bool| {
-            Obj::new(TestCxxClassDerivedDerived {
-                base: TestCxxClassDerived {
-                    base: TestCxxClassBase {
-                        base: ObjectHeader::default(),
-                        v_i64: Mut::new(v_i64),
-                        v_i32: Mut::new(v_i32),
-                    },
-                    v_f64: Mut::new(v_f64),
-                    v_f32: Mut::new(v_f32),
-                },
-                v_str: Mut::new(v_str),
-                v_bool: Mut::new(v_bool),
-            })
         };
     }
 }

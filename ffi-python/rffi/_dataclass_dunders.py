@@ -70,7 +70,7 @@ def make_init(cls, all_fields: list, index: int):
                 triples += (f.name, -2, f.make_default())
             elif f.init:
                 raise TypeError(f"{qual}.__init__() missing required argument: {f.name!r}")
-        _adopt(self, create(index, caller, *triples))
+        adopt(self, create(index, caller, *triples))
         post = getattr(self, "__post_init__", None)
         if post is not None:
             post()
@@ -175,7 +175,7 @@ def _add_replace(cls, all_fields) -> None:
         cls = type(self)
         made = create(self._ti, f"{cls.__qualname__}.__replace__()", *triples)
         new = cls.__new__(cls)
-        _adopt(new, made)
+        adopt(new, made)
         return new
 
     if "__replace__" not in cls.__dict__:
@@ -228,7 +228,7 @@ def _bypass_setter(init_field, name):
     return fset
 
 
-def _adopt(self, made) -> None:
+def adopt(self, made) -> None:
     """Makes ``self`` the wrapper of the new object ``made`` (taking its reference); a reference
     ``self`` held already is released."""
     old = getattr(self, "_h", 0)
@@ -244,7 +244,7 @@ def with_allocation(user_init):
 
     def __init__(self, *args, **kwargs):
         if not getattr(self, "_h", 0):
-            _adopt(self, create(type(self).__rffi_type_index__))
+            adopt(self, create(type(self).__rffi_type_index__))
         user_init(self, *args, **kwargs)
 
     __init__.__wrapped__ = user_init

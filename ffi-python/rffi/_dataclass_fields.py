@@ -13,6 +13,7 @@ from ._dataclass_common import is_dataclass
 from ._dataclass_dunders import RuntimeDefault
 from ._object_model import (
     FLAG_COMPARE_OFF,
+    FLAG_DEFAULT_FROM_FACTORY,
     FLAG_HAS_DEFAULT,
     FLAG_HASH_OFF,
     FLAG_INIT_OFF,
@@ -20,6 +21,7 @@ from ._object_model import (
     FLAG_REPR_OFF,
     FLAG_WRITABLE,
     STRUCTURAL_FIELD_FLAGS,
+    _ffi,
     type_info,
 )
 
@@ -176,11 +178,18 @@ def runtime_fields(info: dict) -> list:
         t = info if key == info["type_key"] else type_info(key)
         for f in t["fields"]:
             flags = f["flags"]
+            # A runtime default value is read once (as `fields()` shows it); a factory is called
+            # per object by the runtime.
+            has_default = bool(flags & FLAG_HAS_DEFAULT)
+            from_factory = has_default and bool(flags & FLAG_DEFAULT_FROM_FACTORY)
             fd = Field(
-                default_factory=(
-                    RuntimeDefault(t["type_index"], f["name"])
-                    if flags & FLAG_HAS_DEFAULT
+                default=(
+                    _ffi("ffi.TypeFieldDefault")(t["type_index"], f["name"])
+                    if has_default and not from_factory
                     else MISSING
+                ),
+                default_factory=(
+                    RuntimeDefault(t["type_index"], f["name"]) if from_factory else MISSING
                 ),
                 init=not flags & FLAG_INIT_OFF,
                 repr=not flags & FLAG_REPR_OFF,

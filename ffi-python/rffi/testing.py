@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ._dataclass_dunders import adopt
 from ._function_registry import get_global_func, init_ffi_api
 from ._object import Object
 from ._object_model import register_object, type_info
@@ -78,11 +79,46 @@ class TestObjectDerived(TestObjectBase):
     __slots__ = ()
 
 
-# The types of the recursive comparisons' tests (ffi-core/src/testing_compare_types.rs), bound as
-# tvm-ffi's tests expect them: `==` by identity unless asked for.
-def _bind_compare_types():
-    from .dataclasses import c_class
+# tvm-ffi's dataclass testing classes, over the runtime's types of the same keys
+# (ffi-core/src/testing_dataclass_types.rs), with tvm-ffi's options.
+@c_class("testing.TestCxxClassBase")
+class _TestCxxClassBase(Object):
+    """Its own ``__init__`` stores ``v_i64 + 1`` and ``v_i32 + 2`` (copies keep the values)."""
 
+    __test__ = False
+    not_field_1 = 1
+
+    def __init__(self, v_i64: int, v_i32: int) -> None:
+        caller = f"{type(self).__qualname__}.__init__()"
+        made = get_global_func("ffi.ObjectCreateInit")(
+            type(self).__rffi_type_index__, caller, "v_i64", 0, v_i64 + 1, "v_i32", 1, v_i32 + 2
+        )
+        adopt(self, made)
+
+
+@c_class("testing.TestCxxClassDerived", eq=True, order=True, unsafe_hash=True)
+class _TestCxxClassDerived(_TestCxxClassBase):
+    __test__ = False
+
+
+@c_class("testing.TestCxxClassDerivedDerived")
+class _TestCxxClassDerivedDerived(_TestCxxClassDerived):
+    __test__ = False
+
+
+@c_class("testing.TestCxxInitSubset")
+class _TestCxxInitSubset(Object):
+    __test__ = False
+
+
+@c_class("testing.TestCxxKwOnly")
+class _TestCxxKwOnly(Object):
+    __test__ = False
+
+
+# The types of the recursive comparisons' tests (ffi-core/src/testing_compare_types.rs), bound as
+# tvm-ffi's tests expect them: `==` by identity.
+def _bind_compare_types():
     g = globals()
     keys = ("TestCompare", "TestHash", "TestCustomHash", "TestCustomCompare", "TestEqWithoutHash")
     for key in keys:
@@ -91,49 +127,3 @@ def _bind_compare_types():
 
 
 _bind_compare_types()
-
-
-def _make(self, type_key: str, *args) -> None:
-    """Makes ``self`` an object of ``type_key`` by the type's ``__ffi_init__``."""
-    made = get_global_func("ffi.TypeGetMethod")(type_key, "__ffi_init__")(*args)
-    self._h, self._ti = made._h, made._ti  # adopt the new object's reference
-    made._h = 0
-
-
-@register_object("testing.TestCxxClassBase")
-class _TestCxxClassBase(Object):
-    """``testing.TestCxxClassBase``; this ``__init__`` stores ``v_i64 + 1`` and ``v_i32 + 2``
-    (as tvm-ffi's test class does), which tells it from the type's own ``__ffi_init__``."""
-
-    def __init__(self, v_i64: int, v_i32: int) -> None:
-        _make(self, "testing.TestCxxClassBase", v_i64 + 1, v_i32 + 2)
-
-
-def _bind_derived():
-    from .dataclasses import c_class
-
-    # Compared, ordered and hashed by value (`==`, `<`, `hash` by the fields), with the
-    # __init__ parameters in tvm-ffi's order (defaults last).
-    @c_class("testing.TestCxxClassDerived", eq=True, order=True, unsafe_hash=True)
-    class _TestCxxClassDerived(_TestCxxClassBase):
-        def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
-            _make(self, "testing.TestCxxClassDerived", v_i64, v_i32, v_f64, v_f32)
-
-    @c_class("testing.TestCxxClassDerivedDerived", eq=True, order=True, unsafe_hash=True)
-    class _TestCxxClassDerivedDerived(_TestCxxClassDerived):
-        def __init__(
-            self,
-            v_i64: int,
-            v_i32: int,
-            v_f64: float,
-            v_bool: bool,
-            v_f32: float = 8.0,
-            v_str: str = "default",
-        ) -> None:
-            key = "testing.TestCxxClassDerivedDerived"
-            _make(self, key, v_i64, v_i32, v_f64, v_f32, v_str, v_bool)
-
-    return _TestCxxClassDerived, _TestCxxClassDerivedDerived
-
-
-_TestCxxClassDerived, _TestCxxClassDerivedDerived = _bind_derived()

@@ -144,3 +144,27 @@ def test_init_takes_required_fields_first_and_shows_its_signature():
     assert Child.__match_args__ == ("x", "items", "y")  # field order
     with pytest.raises(TypeError, match="missing required argument: 'y'"):
         Child()
+
+
+def test_tvm_ffi_testing_classes_over_rust_types():
+    import inspect
+
+    t = rffi.testing
+    base = t._TestCxxClassBase(v_i64=10, v_i32=20)
+    assert (base.v_i64, base.v_i32) == (11, 22)  # its own __init__
+    assert copy.copy(base).v_i64 == 11  # copies keep the values
+    dd = t._TestCxxClassDerivedDerived(1, 2, 3, True)
+    assert (dd.v_f64, dd.v_f32, dd.v_str, dd.v_bool) == (3.0, 8.0, "default", True)
+    sig = "(self, v_i64, v_i32, v_f64, v_bool, v_f32=8.0, v_str='default')"
+    assert str(inspect.signature(t._TestCxxClassDerivedDerived.__init__)) == sig
+    by_name = {f.name: f for f in dc.fields(t._TestCxxClassDerived)}
+    assert by_name["v_f32"].default == 8.0 and by_name["v_f32"].default_factory is dc.MISSING
+    assert by_name["v_f64"].default is dc.MISSING
+    assert t._TestCxxClassDerived.__match_args__ == ("v_i64", "v_i32", "v_f64", "v_f32")
+    sub = t._TestCxxInitSubset(7)
+    assert (sub.required_field, sub.optional_field, sub.note) == (7, -1, "default")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'optional_field'"):
+        sub.__replace__(optional_field=1)
+    with pytest.raises(TypeError, match="positional"):
+        t._TestCxxKwOnly(1, 2, 3)
+    assert t._TestCxxKwOnly(x=1, y=2, z=3).w == 100

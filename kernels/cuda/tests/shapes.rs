@@ -166,6 +166,26 @@ fn long_reductions_split_into_chunks() {
             &[Any::from(0i64)],
             "mean 100003 x 7 axis 0",
         );
+        // Columns in 16-byte packs, at least 32 packs of them (blocks of 32 packs x 8 slices of
+        // the rows, merged in shared memory), the last block partly full, chunked rows.
+        let wide = fresh(&[5003, 360], dt, 12, 0.5, 1.5, 0);
+        let wide_m = fresh(&[5003, 360], dt, 13, -3.0, 3.0, 0);
+        for op in [Op::Sum, Op::Mean] {
+            same(
+                op,
+                &[&wide],
+                &[Any::from(0i64)],
+                &format!("{op} 5003 x 360 axis 0"),
+            );
+        }
+        for op in [Op::Max, Op::Argmax] {
+            same(
+                op,
+                &[&wide_m],
+                &[Any::from(0i64)],
+                &format!("{op} 5003 x 360 axis 0"),
+            );
+        }
         let cols_m = fresh(&[100_003, 7], dt, 11, -3.0, 3.0, 1);
         for op in [Op::Max, Op::Argmax] {
             same(
@@ -251,6 +271,15 @@ fn broadcasting_binary_ops() {
         let base = random(&[5 * 3], dt, 24, -2.0, 2.0);
         let t = pair(&base, &[3, 5], &[1, 3], 0);
         same(Op::Add, &[&t, &c], &[], "transposed + row");
+        // Transposed operands over partial 32 x 32 tiles (the tiled form): both
+        // transposed, one element off alignment, and a transposed one against a compact one.
+        let tb = random(&[67 * 45], dt, 31, -2.0, 2.0);
+        let ta = pair(&tb, &[45, 67], &[1, 45], 0);
+        let tb1 = pair(&tb, &[45, 66], &[1, 45], 1);
+        let full = fresh(&[45, 67], dt, 32, -2.0, 2.0, 0);
+        same(Op::Add, &[&ta, &ta], &[], "a.T + a.T [45,67]");
+        same(Op::Sub, &[&full, &ta], &[], "compact - a.T [45,67]");
+        same(Op::Mul, &[&tb1, &tb1], &[], "a.T * a.T [45,66] +1");
         let big = fresh(&[1001, 1027], dt, 25, -2.0, 2.0, 0);
         let row = fresh(&[1027], dt, 26, -2.0, 2.0, 0);
         let col = fresh(&[1001, 1], dt, 27, -2.0, 2.0, 1);

@@ -126,7 +126,69 @@ template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 
   }
 }
 
-// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, and with a number operand
+// Two dims [R, C] in the output's order, the output's columns contiguous, some input read with
+// its rows contiguous instead (a transposed operand). Tiles of 32 x 32 elements, 256 threads
+// (32 x 8, four rows a thread): an operand marked `via` is read a column of the tile at a time
+// (its rows fastest, so a warp reads 32 neighbours) into shared memory and read back by rows;
+// the others, and the output, go straight by rows. Both sides coalesced, where reading a
+// transposed operand in the output's order touches a sector for every element.
+struct Tl { i64 R, C; i64 sr[3], sc[3]; int via[2]; };
+
+__device__ __forceinline__ void tile_load(const T* p, i64 sr, i64 sc, int via, const Tl& L, i64 r0, i64 c0, T (*sh)[33], C v[4]) {
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  if (via) {
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {
+      const i64 r = r0 + tx, c = c0 + ty + 8 * i;
+      if (r < L.R && c < L.C) sh[ty + 8 * i][tx] = p[r * sr + c * sc];
+    }
+    __syncthreads();
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) v[i] = ld(sh[tx][ty + 8 * i]);
+  } else {
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {
+      const i64 r = r0 + ty + 8 * i, c = c0 + tx;
+      v[i] = (r < L.R && c < L.C) ? ld(p[r * sr + c * sc]) : (C)0;
+    }
+  }
+}
+
+// The output of this thread's four elements; the tile's shared memory is free again after.
+__device__ __forceinline__ void tile_store(T* o, const Tl& L, i64 r0, i64 c0, const C z[4]) {
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  _Pragma("unroll") for (int i = 0; i < 4; ++i) {
+    const i64 r = r0 + ty + 8 * i, c = c0 + tx;
+    if (r < L.R && c < L.C) o[r * L.sr[2] + c * L.sc[2]] = st(z[i]);
+  }
+  __syncthreads();
+}
+
+// Block b takes tiles b, b + gridDim.x, ...; neighbouring tiles share a band of rows.
+#define TILE_WALK(r0, c0) \
+  const i64 tc = (L.C + 31) / 32, tiles = (L.R + 31) / 32 * tc; \
+  for (i64 t = blockIdx.x, r0 = t / tc * 32, c0 = t % tc * 32; t < tiles; \
+       t += gridDim.x, r0 = t / tc * 32, c0 = t % tc * 32)
+
+template <class F> __device__ __forceinline__ void binary_tiled(u64 pa, u64 pb, u64 po, const Tl& L, F f) {
+  __shared__ T sa[32][33], sb[32][33];
+  TILE_WALK(r0, c0) {
+    C x[4], y[4], z[4];
+    tile_load((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, sa, x);
+    tile_load((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, r0, c0, sb, y);
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i], y[i]);
+    tile_store((T*)po, L, r0, c0, z);
+  }
+}
+
+template <class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, const Tl& L, F f) {
+  __shared__ T sa[32][33];
+  TILE_WALK(r0, c0) {
+    C x[4], z[4];
+    tile_load((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, sa, x);
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i]);
+    tile_store((T*)po, L, r0, c0, z);
+  }
+}
+
+// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, and with a number operand
 // `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`.
 #define BINARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
@@ -134,6 +196,7 @@ extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_ve
 extern "C" __global__ void NAME##_bcast(u64 pa, u64 pb, u64 po, Bc B) { binary_bcast(pa, pb, po, B, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled(pa, pb, po, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec(pa, po, n, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_scalar_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); }
@@ -142,7 +205,8 @@ extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, L
 struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
 extern "C" __global__ void NAME##_vec(u64 pa, u64 po, u64 n) { unary_vec(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
-extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); }
+extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); }
 
 #define OP_ADD(x, y) ADD(x, y)
 #define OP_SUB(x, y) SUB(x, y)

@@ -3,7 +3,8 @@
 // last is the inner run) into RLay. Rows: a group of G lanes, or a block, per (output, chunk);
 // the run is read in 16-byte packs when contiguous. Columns: a thread per output, the reduced
 // elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
-// 16-byte loads where the layout allows. Long reductions split into
+// 16-byte loads where the layout allows (with 8 threads a pack of outputs, merged in shared
+// memory, where there are at least 32 such packs). Long reductions split into
 // chunks whose partial results (Acc) a second kernel combines.
 
 struct RLay { int nk; int nr; i64 kshape[MAXD]; i64 kx[MAXD]; i64 ko[MAXD]; i64 rshape[MAXD]; i64 rx[MAXD]; };
@@ -107,13 +108,19 @@ template <int R> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i6
     for (i64 k = lo + lane; k < lo + head; k += lanes) acc_merge<R>(a, (ACC)ld(x[k]), base + k);
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);
+    // Four accumulators, one per pack in flight: the merges of the four packs are independent
+    // chains (argmax's compare-and-select chain is what bounds it otherwise), joined at the end;
+    // argmax's tie rule (the smaller index) makes the join order-free.
     i64 k = lane;
+    Acc b[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) b[u] = acc_init<R>();
     for (; k + 3 * lanes < np; k += 4 * lanes) {
       Pack q[4];
       _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = pp[k + u * lanes];
-      _Pragma("unroll") for (int u = 0; u < 4; ++u) merge_pack<R>(a, q[u], base + p0 + (k + u * lanes) * VEC);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
     }
-    for (; k < np; k += lanes) merge_pack<R>(a, pp[k], base + p0 + k * VEC);
+    for (; k < np; k += lanes) merge_pack<R>(b[0], pp[k], base + p0 + k * VEC);
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) acc_merge<R>(a, b[u].v, b[u].i);
     for (i64 t = p0 + np * VEC + lane; t < hi; t += lanes) acc_merge<R>(a, (ACC)ld(x[t]), base + t);
     return;
   }
@@ -198,7 +205,8 @@ template <int R> __device__ __forceinline__ void reduce_cols(u64 px, u64 po, u64
 
 // Columns walk over packs: a thread per VEC neighbouring outputs (the innermost kept dim is
 // contiguous in x, a multiple of VEC long, and every other stride a multiple of VEC, so each
-// 16-byte load is aligned), four rows of packs in flight.
+// 16-byte load is aligned), eight rows of packs in flight (four left the SMs short of bytes in
+// flight: 0.74 of the copy limit on 65536 x 4096 bf16).
 template <int R> __device__ __forceinline__ void reduce_cols_vec(u64 px, u64 po, u64 ppart, const RLay& L, i64 nout, i64 chunks, i64 chunk, i64 count) {
   const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1], ko = L.ko[L.nk - 1];
   i64 nq = 1;
@@ -213,10 +221,10 @@ template <int R> __device__ __forceinline__ void reduce_cols_vec(u64 px, u64 po,
     for (i64 q = q0; q < q1; ++q) {
       const T* x = (const T*)px + ox + run_offset(L, q);
       i64 k = lo;
-      for (; k + 3 < hi; k += 4) {
-        Pack v[4];
-        _Pragma("unroll") for (int u = 0; u < 4; ++u) v[u] = *(const Pack*)(x + (k + u) * rs);
-        _Pragma("unroll") for (int u = 0; u < 4; ++u)
+      for (; k + 7 < hi; k += 8) {
+        Pack v[8];
+        _Pragma("unroll") for (int u = 0; u < 8; ++u) v[u] = *(const Pack*)(x + (k + u) * rs);
+        _Pragma("unroll") for (int u = 0; u < 8; ++u)
           _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v[u].v[j]), q * ni + k + u);
       }
       for (; k < hi; ++k) {
@@ -228,6 +236,54 @@ template <int R> __device__ __forceinline__ void reduce_cols_vec(u64 px, u64 po,
       if (chunks == 1) store_result<R>(po, oo + j * ko, a[j], count);
       else { PAcc pa; pa.v = (double)a[j].v; pa.i = a[j].i; ((PAcc*)ppart)[c * nout + p * VEC + j] = pa; }
     }
+  }
+}
+
+// Columns walk over packs in blocks of 32 x 8 threads: 32 neighbouring packs of outputs (x, a
+// warp reads 32 neighbouring packs of a row) by 8 interleaved slices of the chunk's reduced
+// elements (y), eight rows of packs in flight a thread; the slices merge through shared memory,
+// so a chunk leaves one partial per output for 8 threads' rows and the grid can hold enough
+// threads to fill the SMs without a large partial array. Same layout conditions as cols_vec.
+template <int R> __device__ __forceinline__ void reduce_cols_tile(u64 px, u64 po, u64 ppart, const RLay& L, i64 nout, i64 chunks, i64 chunk, i64 count) {
+  __shared__ ACC shv[8][32];
+  __shared__ i64 shi[8][32];
+  const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1], ko = L.ko[L.nk - 1];
+  i64 nq = 1;
+  for (int d = 0; d < L.nr - 1; ++d) nq *= L.rshape[d];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const i64 c = blockIdx.y, npk = nout / VEC, p = (i64)blockIdx.x * 32 + tx;
+  const bool live = p < npk;
+  i64 ox = 0, oo = 0;
+  if (live) kept_offsets(L, p * VEC, ox, oo);
+  Acc a[VEC];
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) a[j] = acc_init<R>();
+  i64 q1 = nq, lo = 0, hi = ni;
+  if (chunks > 1) { q1 = 1; lo = c * chunk; hi = lo + chunk < ni ? lo + chunk : ni; }
+  for (i64 q = 0; live && q < q1; ++q) {
+    const T* x = (const T*)px + ox + run_offset(L, q);
+    i64 k = lo + ty;
+    for (; k + 7 * 8 < hi; k += 8 * 8) {
+      Pack v[8];
+      _Pragma("unroll") for (int u = 0; u < 8; ++u) v[u] = *(const Pack*)(x + (k + 8 * u) * rs);
+      _Pragma("unroll") for (int u = 0; u < 8; ++u)
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v[u].v[j]), q * ni + k + 8 * u);
+    }
+    for (; k < hi; k += 8) {
+      Pack v = *(const Pack*)(x + k * rs);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) acc_merge<R>(a[j], (ACC)ld(v.v[j]), q * ni + k);
+    }
+  }
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+    shv[ty][tx] = a[j].v; shi[ty][tx] = a[j].i;
+    __syncthreads();
+    if (ty == 0) {
+      for (int y = 1; y < 8; ++y) acc_merge<R>(a[j], shv[y][tx], shi[y][tx]);
+      if (live) {
+        if (chunks == 1) store_result<R>(po, oo + j * ko, a[j], count);
+        else { PAcc pa; pa.v = (double)a[j].v; pa.i = a[j].i; ((PAcc*)ppart)[c * nout + p * VEC + j] = pa; }
+      }
+    }
+    __syncthreads();
   }
 }
 
@@ -278,6 +334,7 @@ extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 it
 extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_cols_tile(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_tile<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_combine(u64 pp, u64 po, RLay L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) { reduce_combine<R>(pp, po, L, nout, chunks, so, sc, count); }
 
 // One op a module (RED, set by the host), so a first call compiles only what it runs.

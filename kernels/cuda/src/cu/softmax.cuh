@@ -279,7 +279,8 @@ SOFTMAX_BLOCK(4)
 SOFTMAX_BLOCK(8)
 
 // Short rows stored back to back (row stride = len in x and out): a block stages a tile of R
-// whole rows, R * len contiguous elements, in shared memory with 16-byte loads whatever the rows'
+// whole rows, R * len contiguous elements, in shared memory with 16-byte asynchronous copies
+// (every pack of the tile in flight at once, not one a thread at a time) whatever the rows'
 // own alignment, G lanes a row compute from there (N elements a lane), and the tile goes back
 // with 16-byte stores. Many packs are in flight per thread, unlike a lane per few elements read
 // straight from memory. Shared element of global element g: g - e0 + mis (mis: x + e0's elements
@@ -299,8 +300,9 @@ template <int G, int N> __device__ __forceinline__ void softmax_tile(u64 px, u64
       for (i64 k = e0 + threadIdx.x; k < p0; k += blockDim.x) sh[k - e0 + mis] = x[k];
       const Pack* xp = (const Pack*)(x + p0);
       Pack* sp = (Pack*)(sh + (p0 - e0 + mis));
-      for (i64 k = threadIdx.x; k < np; k += blockDim.x) sp[k] = xp[k];
+      for (i64 k = threadIdx.x; k < np; k += blockDim.x) cp_async16(sp + k, xp + k);
       for (i64 k = p0 + np * VEC + threadIdx.x; k < e1; k += blockDim.x) sh[k - e0 + mis] = x[k];
+      cp_async_wait_all();
     }
     __syncthreads();
     for (i64 i0 = 0; i0 < nr; i0 += per) {

@@ -23,6 +23,8 @@ pub enum Form {
     Bcast,
     Strided32,
     Strided,
+    /// Two dims with a transposed operand: 32 x 32 tiles through shared memory (`Tl`).
+    Tiled,
 }
 
 /// The kernel of op `name` in `form` (static names: no string work per call).
@@ -35,6 +37,7 @@ pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
                     ($n, _, Form::Bcast) => concat!($n, "_bcast"),
                     ($n, false, Form::Strided32) => concat!($n, "_strided32"),
                     ($n, false, Form::Strided) => concat!($n, "_strided"),
+                    ($n, false, Form::Tiled) => concat!($n, "_tiled"),
                     ($n, true, Form::Vec) => concat!($n, "_scalar_vec"),
                     ($n, true, Form::Strided32) => concat!($n, "_scalar_strided32"),
                     ($n, true, Form::Strided) => concat!($n, "_scalar_strided"),
@@ -141,6 +144,47 @@ pub fn broadcast_form(shape: &[i64], strides: &[&[i64]], ptrs: &[u64], vec: i64)
     })
 }
 
+/// `struct Tl` of the kernels: [R, C] in the output's order, each operand's strides (inputs,
+/// then the output), and which inputs go through shared memory.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Tl {
+    r: i64,
+    c: i64,
+    sr: [i64; 3],
+    sc: [i64; 3],
+    via: [i32; 2],
+}
+
+/// The tiled form, when it applies: after merging, two dims [R, C] of at least a tile's side,
+/// the output's columns contiguous, and some input with contiguous rows and not columns (a
+/// transposed operand, read through shared memory).
+pub fn tiled_form(shape: &[i64], strides: &[&[i64]]) -> Option<Tl> {
+    let k = strides.len();
+    let dims = super::collapse(shape, strides);
+    let [(r, s0), (c, s1)] = dims.as_slice() else {
+        return None;
+    };
+    if *r < 32 || *c < 32 || s1[k - 1] != 1 {
+        return None;
+    }
+    let mut t = Tl {
+        r: *r,
+        c: *c,
+        ..Tl::default()
+    };
+    for j in 0..k {
+        // The output's strides go last (slot 2) whatever the inputs' count.
+        let slot = if j == k - 1 { 2 } else { j };
+        t.sr[slot] = s0[j];
+        t.sc[slot] = s1[j];
+        if j < k - 1 {
+            t.via[j] = (s0[j] == 1 && s1[j] != 1) as i32;
+        }
+    }
+    (t.via != [0, 0]).then_some(t)
+}
+
 /// A scalar operand as the kernel's compute type.
 enum ScalarArg {
     F32(f32),
@@ -180,6 +224,7 @@ struct Prepared {
     lay: Lay,
     lay32: Lay32,
     bc: Bc,
+    tl: Tl,
 }
 
 /// Operands of an elementwise kernel: pointers (inputs, then the output) and their strides over
@@ -252,27 +297,62 @@ fn in_output_order(ops: &Operands<'_>) -> (Vec<i64>, Vec<Vec<i64>>) {
 }
 
 /// The form and layout of a call whose operands are not all contiguous and aligned.
-fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<(Form, Lay, Lay32, Bc)> {
+type Layout = (Form, Lay, Lay32, Bc, Tl);
+
+fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Layout> {
     let dt = dt(call)?;
     let (shape, strides) = in_output_order(ops);
     let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
     let scalar = call.scalar.is_some() && name != "copy";
     if !scalar {
         if let Some(bc) = broadcast_form(&shape, &strides, ops.ptrs(), dt.vec as i64) {
-            return Ok((Form::Bcast, Lay::default(), Lay32::default(), bc));
+            return Ok((
+                Form::Bcast,
+                Lay::default(),
+                Lay32::default(),
+                bc,
+                Tl::default(),
+            ));
+        }
+        if let Some(tl) = tiled_form(&shape, &strides) {
+            return Ok((
+                Form::Tiled,
+                Lay::default(),
+                Lay32::default(),
+                Bc::default(),
+                tl,
+            ));
         }
     }
     if let Some(l) = Lay32::new(ops.numel(), &shape, &strides) {
-        return Ok((Form::Strided32, Lay::default(), l, Bc::default()));
+        return Ok((
+            Form::Strided32,
+            Lay::default(),
+            l,
+            Bc::default(),
+            Tl::default(),
+        ));
     }
     let lay = Lay::new(&shape, &strides)?;
-    Ok((Form::Strided, lay, Lay32::default(), Bc::default()))
+    Ok((
+        Form::Strided,
+        lay,
+        Lay32::default(),
+        Bc::default(),
+        Tl::default(),
+    ))
 }
 
 fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
     let n = ops.numel();
-    let (form, lay, lay32, bc) = if ops.vectorizable() {
-        (Form::Vec, Lay::default(), Lay32::default(), Bc::default())
+    let (form, lay, lay32, bc, tl) = if ops.vectorizable() {
+        (
+            Form::Vec,
+            Lay::default(),
+            Lay32::default(),
+            Bc::default(),
+            Tl::default(),
+        )
     } else {
         layout(call, name, ops)?
     };
@@ -288,6 +368,7 @@ fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared
         lay,
         lay32,
         bc,
+        tl,
     })
 }
 
@@ -354,6 +435,7 @@ fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
             push(arg(&mut n64));
             push(arg(&mut p.lay));
         }
+        Form::Tiled => push(arg(&mut p.tl)),
     }
     // SAFETY: the arguments match the kernel's parameters (`cu/elementwise.cuh`); the pointers
     // are the tensors' elements, which the caller keeps alive for the call and which the stream

@@ -37,6 +37,9 @@ impl Why {
                 "strided, transposed or broadcast operands: 32-bit offsets".to_owned()
             }
             Form::Strided => "strided operands with offsets beyond 32 bits".to_owned(),
+            Form::Tiled => "a transposed operand over two dims: 32 x 32 tiles, read through \
+                            shared memory along its contiguous rows, 256 threads"
+                .to_owned(),
         };
         let per_sm = match per_sm {
             0 => "a block per tile of work".to_owned(),
@@ -82,7 +85,7 @@ impl Params {
     pub(super) fn caps(&self, form: Form) -> (u64, u64) {
         match form {
             Form::Vec | Form::Bcast => (self.vec_blocks_per_sm, self.vec_waves),
-            Form::Strided32 | Form::Strided => (self.blocks_per_sm, self.waves),
+            Form::Strided32 | Form::Strided | Form::Tiled => (self.blocks_per_sm, self.waves),
         }
     }
 }
@@ -103,10 +106,16 @@ pub fn plan(
         0 => u64::MAX,
         b => sms.max(1) as u64 * b,
     };
-    let threads = params.threads;
+    // The tiles are 32 x 32 elements over 256 threads (32 x 8, four rows a thread).
+    let threads = if form == Form::Tiled {
+        256
+    } else {
+        params.threads
+    };
     let work = match form {
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
         Form::Strided32 | Form::Strided => n,
+        Form::Tiled => n.cdiv(4),
     };
     let blocks = work.cdiv(threads).clamp(1, cap);
     (

@@ -18,6 +18,11 @@ pub struct Class {
     pub vec: i64,
     /// Every row contiguous and 16-byte aligned in x and out.
     pub aligned_rows: bool,
+    /// Rows contiguous in x and out, each at the same distance from 16-byte alignment in both
+    /// (packs after peeling a few elements).
+    pub contiguous: bool,
+    /// Weight and bias absent or contiguous and 16-byte aligned (read as packs).
+    pub wvec: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -28,7 +33,7 @@ pub enum Kind {
     Rows,
 }
 
-fn names(op: Op) -> [&'static str; 8] {
+fn names(op: Op) -> [&'static str; 11] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -40,6 +45,9 @@ fn names(op: Op) -> [&'static str; 8] {
                 concat!($p, "_block_4"),
                 concat!($p, "_block_8"),
                 concat!($p, "_rows"),
+                concat!($p, "_block_any_1"),
+                concat!($p, "_block_any_2"),
+                concat!($p, "_block_any_4"),
             ]
         };
     }
@@ -61,42 +69,60 @@ pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
     let k = names(op);
     let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
     let nv = len / v;
-    if c.aligned_rows && len % v == 0 {
-        if nv <= 32 * 4 {
-            let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
-            let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
-            let why =
-                format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
-            return (Kind::Packed, Launch::new(name, rows.cdiv(8), 256), why);
-        }
-        let most = (32 / v).clamp(1, 8);
+    if c.aligned_rows && len % v == 0 && nv <= 32 * 4 {
+        let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
+        let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
+        let why = format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
+        return (Kind::Packed, Launch::new(name, rows.cdiv(8), 256), why);
+    }
+    // Rows that fit a block's registers (at most 8 packs a thread, 64 registers): read once.
+    // Up to `block_threads` threads where the tuned packs allow, else up to 1024 (long rows such
+    // as 65536 16-bit elements: 1024 threads of 8 packs) rather than a second read. Aligned rows
+    // of whole packs with weight and bias as packs take `block_PK`; other contiguous rows (odd
+    // lengths, a strided weight) `block_any_PK`, at most 4 packs a thread (its registers).
+    let plain = c.aligned_rows && len % v == 0 && c.wvec;
+    if c.contiguous {
+        // The packs between the peeled head and tail: at most len / v.
+        let most = (32 / v).clamp(1, if plain { 8 } else { 4 });
         let wanted = tuned.get("packs", 2).clamp(1, most);
-        let fit = [1i64, 2, 4, 8]
+        let cap = tuned.get("block_threads", 512).clamp(32, 1024);
+        let all = [1i64, 2, 4, 8];
+        let fit = all
             .into_iter()
             .enumerate()
-            .find(|&(_, p)| p >= wanted && p <= most && nv.cdiv(p) <= 512)
+            .find(|&(_, p)| p >= wanted && p <= most && nv.cdiv(p) <= cap)
             .or_else(|| {
-                [1i64, 2, 4, 8]
-                    .into_iter()
+                all.into_iter()
                     .enumerate()
-                    .find(|&(_, p)| p <= most && nv.cdiv(p) <= 512)
+                    .find(|&(_, p)| p <= most && nv.cdiv(p) <= cap)
+            })
+            .or_else(|| {
+                all.into_iter()
+                    .enumerate()
+                    .find(|&(_, p)| (plain || p <= 4) && nv.cdiv(p) <= 1024)
             });
         if let Some((i, pk)) = fit {
-            let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 512) as u64;
+            let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 1024) as u64;
             let why = format!(
-                "rows of {len} = {nv} aligned packs fit a block's registers: {pk} packs a \
-                 thread, {threads} threads"
+                "rows of {len}{} fit a block's registers: {pk} packs a thread, {threads} \
+                 threads, each element read once",
+                if plain {
+                    ""
+                } else {
+                    " (packs after peeling to alignment; weight and bias element by element)"
+                }
             );
-            return (Kind::Packed, Launch::new(k[3 + i], rows, threads), why);
+            let name = if plain { k[3 + i] } else { k[8 + i] };
+            return (Kind::Packed, Launch::new(name, rows, threads), why);
         }
     }
     let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
     let why = format!(
         "rows of {len}{}: a block of {threads} per row, statistics then a second read",
-        if c.aligned_rows && len % v == 0 {
+        if c.contiguous {
             " (longer than a block's registers)"
         } else {
-            " (strided, misaligned or not whole packs)"
+            " (strided, or x and out at different alignments)"
         }
     );
     (Kind::Rows, Launch::new(k[7], rows, threads), why)
@@ -124,6 +150,8 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
         len,
         vec: v,
         aligned_rows: sx == 1 && so == 1 && row_alignment(x, o, axis, v, false),
+        contiguous: sx == 1 && so == 1 && row_alignment(x, o, axis, v, true),
+        wvec: vector(call.weight).2 && vector(call.bias).2,
     };
     let vars = [
         ("cols", len),

@@ -61,7 +61,8 @@ fn softmax_kernel_of(
 fn softmax_rows_back_to_back_use_tiles() {
     let t = table();
     // (rows, len, itemsize) -> kernel and block size: 32 KiB of whole rows a tile, for rows up
-    // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster).
+    // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster) and float32 rows
+    // of 257 to 1024 (16-bit ones: a warp per row or lane groups).
     let cases: &[(i64, i64, i64, &str)] = &[
         (1 << 20, 2, 4, "softmax_tile_1_2 256"),
         (1 << 20, 7, 2, "softmax_tile_1_8 256"),
@@ -70,7 +71,12 @@ fn softmax_rows_back_to_back_use_tiles() {
         (1 << 20, 32, 4, "softmax_group_8_4 256"),
         (1 << 20, 100, 2, "softmax_tile_16_8 256"),
         (1 << 20, 100, 4, "softmax_tile_16_8 256"),
-        (1 << 20, 257, 4, "softmax_group_32_16 256"),
+        (1 << 20, 257, 4, "softmax_tile_32_16 256"),
+        (1 << 16, 1000, 4, "softmax_tile_32_32 256"),
+        (1 << 16, 1024, 4, "softmax_tile_32_32 256"),
+        (1 << 20, 256, 4, "softmax_group_32_8 256"),
+        (1 << 16, 1024, 2, "softmax_group_32_32 256"),
+        (1 << 20, 257, 2, "softmax_group_32_16 256"),
     ];
     for &(rows, len, size, want) in cases {
         let got = softmax_kernel_of(&t, rows, len, size, false, true);
@@ -218,8 +224,23 @@ fn reduction_walk_per_shape_class() {
             ..class(4096, 65536, 4096, Some(1))
         },
     );
+    // 512 packs of outputs: 16 blocks of 32 packs x 8 slices; 4 blocks an SM over 16 columns
+    // of blocks would be 33 chunks; at least 8 x 256 rows each makes 32.
     assert!(
-        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 2,
+        p.main.kernel == "sum_cols_tile" && p.main.grid == (16, 32) && p.main.block == 256,
+        "{p:?}"
+    );
+    // Fewer than 32 packs of outputs: a thread per pack.
+    let p = reduce_plan(
+        &t,
+        Op::Sum,
+        reduce::Class {
+            col_pack: 8,
+            ..class(128, 65536, 128, Some(1))
+        },
+    );
+    assert!(
+        p.main.kernel == "sum_cols_vec" && p.main.grid.0 == 1,
         "{p:?}"
     );
     let p = reduce_plan(&t, Op::Min, class(16, 1 << 20, 16, Some(1)));
@@ -242,6 +263,8 @@ fn norm_and_elementwise_variants() {
             len,
             vec,
             aligned_rows: aligned,
+            contiguous: aligned || len % vec != 0,
+            wvec: true,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
         format!("{} {}", l.kernel, l.block)
@@ -252,8 +275,15 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
+    // Long 16-bit rows: 1024 threads of 8 packs, read once; float32 rows of 65536 are longer
+    // than a block's registers.
+    assert_eq!(np(65536, 8, true), "layer_norm_block_8 1024");
     assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
-    assert_eq!(np(4097, 4, false), "layer_norm_rows 512");
+    // Odd lengths, contiguous: packs after peeling, in registers.
+    assert_eq!(np(4097, 8, false), "layer_norm_block_any_2 256");
+    assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");
+    // Strided or differently aligned rows: the generic two-read block.
+    assert_eq!(np(4096, 4, false), "layer_norm_rows 512");
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
     use elementwise::Form;
     let tuned = elementwise::Params::of(&tuned);
@@ -299,6 +329,41 @@ fn broadcast_forms() {
 }
 
 #[test]
+fn tiled_forms() {
+    use elementwise::tiled_form;
+    let dbg = |t| format!("{t:?}");
+    // a.T + b (a transposed, b compact) into a compact output: a through shared memory.
+    let t = tiled_form(&[64, 96], &[&[1, 64], &[96, 1], &[96, 1]]).unwrap();
+    assert!(dbg(t).contains("r: 64, c: 96"), "{t:?}");
+    assert!(dbg(t).contains("via: [1, 0]"), "{t:?}");
+    // A transposed copy: one input, the output's strides in the last slot.
+    let t = tiled_form(&[40, 33], &[&[1, 40], &[33, 1]]).unwrap();
+    assert!(
+        dbg(t).contains("sr: [1, 0, 33], sc: [40, 0, 1], via: [1, 0]"),
+        "{t:?}"
+    );
+    // Nothing transposed, a dim under a tile's side, more than two dims, a strided output: no.
+    assert!(tiled_form(&[64, 96], &[&[96, 1], &[96, 1], &[96, 1]]).is_none());
+    assert!(tiled_form(&[16, 96], &[&[1, 16], &[96, 1], &[96, 1]]).is_none());
+    assert!(tiled_form(&[4, 64, 96], &[&[1, 4, 256], &[1, 4, 256], &[6144, 96, 1]]).is_none());
+    assert!(tiled_form(&[64, 96], &[&[1, 64], &[96, 1], &[192, 2]]).is_none());
+    let t = table();
+    let tuned = Tuned::select(&TuneView::new(&t, Some("sm_90")), "elementwise", &[]).unwrap();
+    let tuned = elementwise::Params::of(&tuned);
+    let (l, why) = elementwise::plan(
+        "add",
+        false,
+        1 << 26,
+        elementwise::Form::Tiled,
+        4,
+        SMS,
+        tuned,
+    );
+    assert_eq!((l.kernel, l.block, l.grid.0), ("add_tiled", 256, 8 * 132));
+    assert!(why.text().contains("32 x 32 tiles"), "{}", why.text());
+}
+
+#[test]
 fn every_planned_kernel_is_in_the_source() {
     let dt = dt_of(DataType::bfloat16()).unwrap();
     let src = |f| module_source(&dt, f);
@@ -341,8 +406,13 @@ fn every_planned_kernel_is_in_the_source() {
         "rows_32",
         "rows_block",
         "cols",
+        "cols_vec",
+        "cols_tile",
         "combine",
     ] {
         assert!(reduce_src.contains(&format!("NAME##_{v}(")), "{v}");
     }
+    let ew = src(Family::Elementwise);
+    assert!(ew.contains("NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L)"));
+    assert!(ew.contains("NAME##_tiled(u64 pa, u64 po, Tl L)"));
 }

@@ -76,7 +76,7 @@ fn op_index(op: Op) -> u8 {
     }
 }
 
-fn names(op: Op) -> [&'static str; 7] {
+fn names(op: Op) -> [&'static str; 8] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -87,6 +87,7 @@ fn names(op: Op) -> [&'static str; 7] {
                 concat!($p, "_cols"),
                 concat!($p, "_combine"),
                 concat!($p, "_cols_vec"),
+                concat!($p, "_cols_tile"),
             ]
         };
     }
@@ -110,20 +111,33 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     // A warp per output merges its chunks.
     let combine = |chunks: i64| (chunks > 1).then(|| Launch::new(k[5], (nout as u64).cdiv(8), 256));
     if columns {
-        let threads = tuned.get("cols_threads", 256).clamp(32, 1024);
         let pack = c.col_pack.max(1);
+        // At least 32 packs of outputs: blocks of 32 packs x 8 slices of the reduced elements.
+        let tile = pack > 1 && nout / pack >= 32 && tuned.get("cols_tile", 1) != 0;
+        let (threads, per_block, slices) = if tile {
+            (256, 32, 8)
+        } else {
+            let t = tuned.get("cols_threads", 256).clamp(32, 1024);
+            (t, t, 1)
+        };
         let gx = ((nout / pack) as u64)
-            .cdiv(threads as u64)
+            .cdiv(per_block as u64)
             .clamp(1, i32::MAX as u64);
         let target = sms * tuned.get("blocks_per_sm", 8).max(1);
         let mut chunks = 1;
         if c.nr == 1 && (gx as i64) < target {
-            let most = (count / tuned.get("cols_split_min", 256).max(1)).max(1);
+            let min = tuned.get("cols_split_min", 256).max(1) * slices;
+            let most = (count / min).max(1);
             chunks = (target / gx as i64).clamp(1, most.min(65535));
         }
         let chunk = count.cdiv(chunks.max(1)).max(1);
         let chunks = count.cdiv(chunk).max(1);
-        let mut main = Launch::new(if pack > 1 { k[6] } else { k[4] }, gx, threads as u64);
+        let kernel = match (pack > 1, tile) {
+            (true, true) => k[7],
+            (true, false) => k[6],
+            _ => k[4],
+        };
+        let mut main = Launch::new(kernel, gx, threads as u64);
         main.grid.1 = chunks as u32;
         return Plan {
             main,
@@ -136,7 +150,12 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
                  per {}{}",
                 c.ks.unwrap_or(0),
                 c.rs,
-                if pack > 1 {
+                if tile {
+                    format!(
+                        "{pack} outputs (16-byte loads), 8 threads a pack over interleaved \
+                         rows, merged in shared memory"
+                    )
+                } else if pack > 1 {
                     format!("{pack} outputs (16-byte loads)")
                 } else {
                     "output".to_owned()
