@@ -2,8 +2,8 @@
 runtime call that makes the object with every field's value, checked there), ``__repr__``,
 ``__eq__``, ``__hash__``, the ordering methods, ``__match_args__``, and setters that refuse
 frozen fields. A class that defines the runtime's hooks (``__ffi_eq__``, ``__ffi_compare__``,
-``__ffi_hash__``, ``__ffi_repr__``) is hashed and printed through them (``hash`` is ``RecursiveHash``, ``repr`` is
-``ReprPrint``), and with ``eq=True`` its ``==`` is ``RecursiveEq``."""
+``__ffi_hash__``, ``__ffi_repr__``) is hashed and printed through them (``hash`` is
+``RecursiveHash``, ``repr`` is ``ReprPrint``); with ``eq=True`` its ``==`` is ``RecursiveEq``."""
 
 from __future__ import annotations
 
