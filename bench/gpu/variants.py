@@ -33,7 +33,19 @@ def softmax_with(**params):
 
 NORM = json.load(open(os.path.join(TUNE, "sm_90.json")))["norm"]
 
+ELEMENTWISE = json.load(open(os.path.join(TUNE, "default.json")))["elementwise"]
+
 VARIANTS = {
+    # Packed unary kernels with 4 packs a thread per step instead of 8.
+    "unary-packs-4": (
+        "elementwise",
+        "elementwise",
+        [dict(c, unary_packs=4) for c in ELEMENTWISE],
+    ),
+    # Softmax tiles of 16 KiB with 128 threads (twice the blocks an SM) instead of 32 KiB.
+    "softmax-tiles-16k": ("softmax", "softmax", softmax_with(tile_bytes=16384)),
+    # Tiles of as many rows as fit, without rounding to whole rounds of the block's rows.
+    "softmax-no-round": ("softmax", "softmax", softmax_with(tile_round=0)),
     # Short rows without the shared-memory tiles: the lane-per-row and warp-per-row variants.
     "softmax-no-tiles": ("softmax", "softmax", softmax_with(tile_max=0)),
     # The tiles for every row length up to 1024 (the configs stop at 128, and float32 rows of

@@ -3,21 +3,23 @@
 // layouts (strided, transposed, broadcast with stride 0): one element per step, offsets from
 // the collapsed shape by 32-bit multiply-high division where the tensor allows it.
 
-// Each step a block reads 4 blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
-// neighbouring blocks read neighbouring memory, and each thread has four loads in flight.
-#define TILE_LOOP(k, u, nv) \
-  const u64 tile = 4 * (u64)blockDim.x, step = tile * gridDim.x; \
+// Each step a block reads P blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
+// neighbouring blocks read neighbouring memory, and each thread has P loads in flight (binary
+// forms: 4 of each operand; unary: 4 or 8, `unary_packs` of the tuning, so that a unary op can
+// keep as many bytes in flight as a binary one).
+#define TILE_LOOP(k, u, nv, P) \
+  const u64 tile = (P) * (u64)blockDim.x, step = tile * gridDim.x; \
   u64 k = (u64)blockIdx.x * tile + threadIdx.x; \
-  for (; k + 3 * blockDim.x < (nv); k += step)
+  for (; k + ((P) - 1) * blockDim.x < (nv); k += step)
 #define TILE_REST(k, nv) for (; k < (nv); k += blockDim.x)
 
-template <class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64 n, F f) {
+template <int P, class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64 n, F f) {
   const Pack* a = (const Pack*)pa; Pack* o = (Pack*)po;
   const u64 nv = n / VEC;
-  TILE_LOOP(k, u, nv) {
-    Pack x[4];
-    _Pragma("unroll") for (int u = 0; u < 4; ++u) x[u] = a[k + u * blockDim.x];
-    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+  TILE_LOOP(k, u, nv, P) {
+    Pack x[P];
+    _Pragma("unroll") for (int u = 0; u < P; ++u) x[u] = a[k + u * blockDim.x];
+    _Pragma("unroll") for (int u = 0; u < P; ++u) {
       Pack z;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j])));
       o[k + u * blockDim.x] = z;
@@ -38,7 +40,7 @@ template <class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 po, u64
 template <class F> __device__ __forceinline__ void binary_vec(u64 pa, u64 pb, u64 po, u64 n, F f) {
   const Pack* a = (const Pack*)pa; const Pack* b = (const Pack*)pb; Pack* o = (Pack*)po;
   const u64 nv = n / VEC;
-  TILE_LOOP(k, u, nv) {
+  TILE_LOOP(k, u, nv, 4) {
     Pack x[4], y[4];
     _Pragma("unroll") for (int u = 0; u < 4; ++u) { x[u] = a[k + u * blockDim.x]; y[u] = b[k + u * blockDim.x]; }
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
@@ -76,7 +78,7 @@ __device__ __forceinline__ Pack bc_load(u64 p, int mode, u64 k, u64 r, u64 c, i6
 template <class F> __device__ __forceinline__ void binary_bcast(u64 pa, u64 pb, u64 po, const Bc& B, F f) {
   Pack* o = (Pack*)po;
   const u64 nv = B.rows * B.cv;
-  TILE_LOOP(k, u, nv) {
+  TILE_LOOP(k, u, nv, 4) {
     Pack x[4], y[4];
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
       u64 kk = k + u * blockDim.x;
@@ -197,13 +199,14 @@ extern "C" __global__ void NAME##_bcast(u64 pa, u64 pb, u64 po, Bc B) { binary_b
 extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled(pa, pb, po, L, F_##NAME()); } \
-extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec(pa, po, n, [s](C x) { return OP(x, s); }); } \
+extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec<4>(pa, po, n, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_scalar_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); }
 
 #define UNARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
-extern "C" __global__ void NAME##_vec(u64 pa, u64 po, u64 n) { unary_vec(pa, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_vec(u64 pa, u64 po, u64 n) { unary_vec<4>(pa, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_vec8(u64 pa, u64 po, u64 n) { unary_vec<8>(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); }

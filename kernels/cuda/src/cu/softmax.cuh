@@ -285,9 +285,10 @@ SOFTMAX_BLOCK(8)
 // with 16-byte stores. Many packs are in flight per thread, unlike a lane per few elements read
 // straight from memory. Shared element of global element g: g - e0 + mis (mis: x + e0's elements
 // past a 16-byte boundary), so whole packs of x land on whole packs of the tile.
-#define TILE_ELEMS (32768 / (int)sizeof(T))
-template <int G, int N> __device__ __forceinline__ void softmax_tile(u64 px, u64 po, i64 rows, i64 len, i64 R) {
-  __shared__ __align__(16) T sh[TILE_ELEMS + VEC];
+// Tiles of TB bytes: 32 KiB with 256 threads (`softmax_tile_G_N`), or 16 KiB with 128
+// threads (`softmax_tileh_G_N`: twice the blocks an SM, each phase of a tile half as long).
+template <int G, int N, int TB> __device__ __forceinline__ void softmax_tile(u64 px, u64 po, i64 rows, i64 len, i64 R) {
+  __shared__ __align__(16) T sh[TB / (int)sizeof(T) + VEC];
   const T* x = (const T*)px; T* o = (T*)po;
   const i64 tiles = (rows + R - 1) / R;
   const int lane = threadIdx.x & (G - 1), per = blockDim.x / G, first = threadIdx.x / G;
@@ -345,7 +346,8 @@ template <int G, int N> __device__ __forceinline__ void softmax_tile(u64 px, u64
 }
 
 #define SOFTMAX_TILE(G, N) \
-extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N>(px, po, rows, len, R); }
+extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 32768>(px, po, rows, len, R); } \
+extern "C" __global__ void __launch_bounds__(128) softmax_tileh_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384>(px, po, rows, len, R); }
 SOFTMAX_TILE(1, 2)
 SOFTMAX_TILE(1, 4)
 SOFTMAX_TILE(1, 8)

@@ -1,7 +1,8 @@
 //! add, sub, mul, div (tensor, broadcast tensor or number operand), relu, gelu (both forms),
 //! exp, and the internal `copy`.
 //!
-//! Forms: `vec` (every operand contiguous and 16-byte aligned: packs, four in flight per thread),
+//! Forms: `vec` (every operand contiguous and 16-byte aligned: packs, four in flight per thread,
+//! eight for a unary op where the tuning's `unary_packs` is 8),
 //! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division),
 //! `strided` (64-bit offsets). Broadcast operands arrive as stride-0 views and are read in
 //! place. The loops are grid-stride: the packed forms (`vec`, `bcast`) launch a block per tile
@@ -58,6 +59,19 @@ pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
         "softmax1",
         "copy"
     )
+}
+
+/// The packed unary kernel of op `name` with 8 packs a thread per step (`NAME_vec8`), if any.
+pub(super) fn kernel_vec8(name: &str) -> Option<&'static str> {
+    macro_rules! table {
+        ($($n:literal),*) => {
+            match name {
+                $($n => Some(concat!($n, "_vec8")),)*
+                _ => None,
+            }
+        };
+    }
+    table!("relu", "exp", "gelu", "gelu_tanh", "softmax1", "copy")
 }
 
 fn op_name(call: &OpCall<'_>) -> &'static str {

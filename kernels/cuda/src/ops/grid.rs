@@ -2,7 +2,7 @@
 //! once per thread while the configs do not depend on the shape), the grid of a form, and the
 //! reason for `explain` (formatted only there).
 
-use super::elementwise::{kernel, Form};
+use super::elementwise::{kernel, kernel_vec8, Form};
 use super::{CeilDiv, Launch, Tuned};
 use rffi_core::Result;
 use rffi_kernels::OpCall;
@@ -12,6 +12,8 @@ use rffi_kernels::OpCall;
 pub struct Why {
     form: Form,
     vec: u64,
+    /// Packs a thread per step of the packed forms.
+    packs: u64,
     /// Blocks an SM and waves (0: no cap).
     caps: (u64, u64),
     sms: i64,
@@ -22,12 +24,13 @@ impl Why {
         let Why {
             form,
             vec,
+            packs,
             caps: (per_sm, waves),
             sms,
         } = *self;
         let what = match form {
             Form::Vec => format!(
-                "contiguous 16-byte aligned operands: {vec}-element packs, 4 a thread per step"
+                "contiguous 16-byte aligned operands: {vec}-element packs, {packs} a thread per step"
             ),
             Form::Bcast => format!(
                 "a broadcast operand (a row, a column or one value) over rows of whole \
@@ -66,6 +69,8 @@ pub struct Params {
     pub waves: u64,
     pub vec_blocks_per_sm: u64,
     pub vec_waves: u64,
+    /// Packs a thread per step of the packed unary kernels (`NAME_vec`: 4, `NAME_vec8`: 8).
+    pub unary_packs: u64,
 }
 
 impl Params {
@@ -78,6 +83,11 @@ impl Params {
             waves: cap("waves", 1),
             vec_blocks_per_sm: cap("vec_blocks_per_sm", 0),
             vec_waves: cap("vec_waves", 0),
+            unary_packs: if tuned.get("unary_packs", 4) >= 8 {
+                8
+            } else {
+                4
+            },
         }
     }
 
@@ -112,16 +122,27 @@ pub fn plan(
     } else {
         params.threads
     };
+    // Packed unary kernels with 8 packs a thread per step, where the tuning asks for them.
+    let packs8 = match form {
+        Form::Vec if !scalar && params.unary_packs == 8 => kernel_vec8(name),
+        _ => None,
+    };
     let work = match form {
+        Form::Vec if packs8.is_some() => n.cdiv(vec).cdiv(8),
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
         Form::Strided32 | Form::Strided => n,
         Form::Tiled => n.cdiv(4),
     };
     let blocks = work.cdiv(threads).clamp(1, cap);
     (
-        Launch::new(kernel(name, scalar, form), blocks, threads),
+        Launch::new(
+            packs8.unwrap_or_else(|| kernel(name, scalar, form)),
+            blocks,
+            threads,
+        ),
         Why {
             form,
+            packs: if packs8.is_some() { 8 } else { 4 },
             vec,
             caps,
             sms,

@@ -112,7 +112,29 @@ fn softmax_rows_back_to_back_use_tiles() {
         packed: true,
     };
     let p = softmax::plan(&c, SMS, &tuned);
-    assert_eq!((p.tile_rows, p.main.grid.0), (81, 13));
+    // 81 rows fit; 80 are five whole rounds of 16 rows (16 lanes a row, 256 threads).
+    assert_eq!((p.tile_rows, p.main.grid.0), (80, 13));
+    // Rows of 7: 1170 fit, 1024 (four rounds of 256) would leave 1/8 unused: kept.
+    let c7 = softmax::Class { len: 7, ..c };
+    assert_eq!(softmax::plan(&c7, SMS, &tuned).tile_rows, 1170);
+    // Half-size tiles: 128 threads, 16 KiB; rows of 1000 in float32: 4 a tile.
+    let half = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"softmax": [{"tile_max": 1024, "tile_bytes": 16384}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let view = TuneView::new(&half, None);
+    let tuned = Tuned::select(&view, "softmax", &[("cols", 1000), ("itemsize", 4)]).unwrap();
+    let c = softmax::Class { len: 1000, ..c };
+    let p = softmax::plan(&c, SMS, &tuned);
+    assert_eq!(
+        (p.main.kernel, p.main.block, p.tile_rows, p.main.grid.0),
+        ("softmax_tileh_32_32", 128, 4, 250)
+    );
+    assert!(p.why.contains("(16 KiB)"), "{}", p.why);
 }
 
 #[test]
@@ -287,14 +309,27 @@ fn norm_and_elementwise_variants() {
     let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
     use elementwise::Form;
     let tuned = elementwise::Params::of(&tuned);
-    // Packed forms: a block per tile of 4 x 256 packs; strided forms: at most 8 blocks an SM.
+    // Packed forms: a block per tile of 8 x 256 packs (unary) or 4 x 256 (binary, a number
+    // operand); strided forms: at most 8 blocks an SM.
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert!(
         why.text().contains("a block per tile of work"),
         "{}",
         why.text()
     );
-    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec", 1 << 15, 256));
+    assert!(why.text().contains("8 a thread per step"), "{}", why.text());
+    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec8", 1 << 14, 256));
+    let (l, why) = elementwise::plan("add", false, 1 << 28, Form::Vec, 8, SMS, tuned);
+    assert!(why.text().contains("4 a thread per step"), "{}", why.text());
+    assert_eq!((l.kernel, l.grid.0), ("add_vec", 1 << 15));
+    let (l, _) = elementwise::plan("mul", true, 1 << 28, Form::Vec, 8, SMS, tuned);
+    assert_eq!((l.kernel, l.grid.0), ("mul_scalar_vec", 1 << 15));
+    let four = elementwise::Params {
+        unary_packs: 4,
+        ..tuned
+    };
+    let (l, _) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, four);
+    assert_eq!((l.kernel, l.grid.0), ("exp_vec", 1 << 15));
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Strided32, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("gelu_strided32", 8 * 132));
     assert!(why.text().contains("at most 1 wave"), "{}", why.text());
@@ -375,7 +410,11 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
-            "tile" => softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3])),
+            "tile" | "tileh" => {
+                softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3]))
+                    && softmax_src.contains("void __launch_bounds__(256) softmax_tile_##G")
+                    && softmax_src.contains("void __launch_bounds__(128) softmax_tileh_##G")
+            }
             _ => softmax_src.contains(&format!("void {name}(")),
         };
         assert!(found, "{name}");
@@ -415,4 +454,13 @@ fn every_planned_kernel_is_in_the_source() {
     let ew = src(Family::Elementwise);
     assert!(ew.contains("NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L)"));
     assert!(ew.contains("NAME##_tiled(u64 pa, u64 po, Tl L)"));
+    assert!(ew.contains("NAME##_vec8(u64 pa, u64 po, u64 n)"));
+    for name in ["relu", "exp", "gelu", "gelu_tanh", "softmax1", "copy"] {
+        assert!(ew.contains(&format!("UNARY({name}, ")), "{name}");
+        assert_eq!(
+            elementwise::kernel_vec8(name),
+            Some(format!("{name}_vec8").as_str())
+        );
+    }
+    assert_eq!(elementwise::kernel_vec8("add"), None);
 }

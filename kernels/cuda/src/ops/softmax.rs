@@ -29,20 +29,21 @@ const GROUP: [(i64, i64, &str); 11] = [
     (32, 16, "softmax_group_32_16"),
     (32, 32, "softmax_group_32_32"),
 ];
-/// The tile variants: (lanes per row, elements a lane, kernel).
-const TILE: [(i64, i64, &str); 10] = [
-    (1, 2, "softmax_tile_1_2"),
-    (1, 4, "softmax_tile_1_4"),
-    (1, 8, "softmax_tile_1_8"),
-    (2, 8, "softmax_tile_2_8"),
-    (4, 8, "softmax_tile_4_8"),
-    (8, 8, "softmax_tile_8_8"),
-    (16, 8, "softmax_tile_16_8"),
-    (32, 8, "softmax_tile_32_8"),
-    (32, 16, "softmax_tile_32_16"),
-    (32, 32, "softmax_tile_32_32"),
+/// The tile variants: (lanes per row, elements a lane, kernel with 32 KiB tiles, kernel with
+/// 16 KiB tiles).
+const TILE: [(i64, i64, &str, &str); 10] = [
+    (1, 2, "softmax_tile_1_2", "softmax_tileh_1_2"),
+    (1, 4, "softmax_tile_1_4", "softmax_tileh_1_4"),
+    (1, 8, "softmax_tile_1_8", "softmax_tileh_1_8"),
+    (2, 8, "softmax_tile_2_8", "softmax_tileh_2_8"),
+    (4, 8, "softmax_tile_4_8", "softmax_tileh_4_8"),
+    (8, 8, "softmax_tile_8_8", "softmax_tileh_8_8"),
+    (16, 8, "softmax_tile_16_8", "softmax_tileh_16_8"),
+    (32, 8, "softmax_tile_32_8", "softmax_tileh_32_8"),
+    (32, 16, "softmax_tile_32_16", "softmax_tileh_32_16"),
+    (32, 32, "softmax_tile_32_32", "softmax_tileh_32_32"),
 ];
-/// Bytes of a tile (`TILE_ELEMS` of the kernels).
+/// Bytes of a tile (`TB` of the kernels; `tile_bytes` 16384 picks the half-size tiles).
 const TILE_BYTES: i64 = 32768;
 const WARP: [(i64, &str); 4] = [
     (1, "softmax_warp_1"),
@@ -60,7 +61,7 @@ const BLOCK: [(i64, &str); 4] = [
 /// Every kernel name the planner can choose (checked against the source by a test).
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = GROUP.iter().map(|g| g.2).collect();
-    v.extend(TILE.iter().map(|t| t.2));
+    v.extend(TILE.iter().flat_map(|t| [t.2, t.3]));
     v.extend(WARP.iter().map(|w| w.1));
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend([
@@ -132,27 +133,43 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         tile_rows: 0,
         why,
     };
-    // Short rows back to back: tiles of whole rows staged in shared memory.
-    let tile_max = tuned.get("tile_max", 1024).min(TILE_BYTES / (16 / v) / 2);
+    // Short rows back to back: tiles of whole rows staged in shared memory, 32 KiB with 256
+    // threads or (`tile_bytes` 16384) 16 KiB with 128.
+    let half = tuned.get("tile_bytes", TILE_BYTES) <= TILE_BYTES / 2;
+    let (bytes, threads) = if half {
+        (TILE_BYTES / 2, 128)
+    } else {
+        (TILE_BYTES, 256)
+    };
+    let tile_max = tuned.get("tile_max", 1024).min(bytes / (16 / v) / 2);
     if c.packed && (2..=tile_max).contains(&len) {
         let g = pow2ceil(len.cdiv(8)).min(32);
         let n = pow2ceil(len.cdiv(g)).max(2);
-        let k = TILE
+        let e = TILE
             .iter()
             .find(|e| e.0 == g && e.1 == n)
-            .expect("every (G, N) for rows up to 1024")
-            .2;
-        let per = TILE_BYTES / (16 / v) / len;
+            .expect("every (G, N) for rows up to 1024");
+        let k = if half { e.3 } else { e.2 };
+        let mut per = bytes / (16 / v) / len;
+        // The block takes threads / g rows at a time: a tile of a whole number of those rounds
+        // saves a last, mostly idle round (rows of 100 in float32: 80 rows in 5 rounds instead
+        // of 81 in 6), where that leaves at most 1/16 of the tile unused.
+        let round = threads as i64 / g;
+        let whole = per / round * round;
+        if tuned.get("tile_round", 1) != 0 && whole >= round && per - whole <= per / 16 {
+            per = whole;
+        }
         let tiles = rows.cdiv(per);
         return Plan {
             tile_rows: per,
             ..single(
                 Kind::Tile,
-                Launch::new(k, tiles as u64, 256),
+                Launch::new(k, tiles as u64, threads),
                 format!(
                     "rows of {len} stored back to back (up to tile_max = {tile_max}): tiles of \
-                     {per} rows staged in shared memory with 16-byte accesses, {g} lane{} a \
-                     row, {n} elements a lane",
+                     {per} rows ({} KiB) staged in shared memory with 16-byte accesses, {g} \
+                     lane{} a row, {n} elements a lane",
+                    bytes / 1024,
                     if g == 1 { "" } else { "s" }
                 ),
             )
