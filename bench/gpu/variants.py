@@ -42,8 +42,8 @@ VARIANTS = {
         "elementwise",
         [dict(c, unary_packs=4) for c in ELEMENTWISE],
     ),
-    # Softmax tiles of 16 KiB with 128 threads (twice the blocks an SM) instead of 32 KiB.
-    "softmax-tiles-16k": ("softmax", "softmax", softmax_with(tile_bytes=16384)),
+    # Softmax tiles of 32 KiB with 256 threads instead of 16 KiB with 128.
+    "softmax-tiles-32k": ("softmax", "softmax", softmax_with(tile_bytes=32768)),
     # Tiles of as many rows as fit, without rounding to whole rounds of the block's rows.
     "softmax-no-round": ("softmax", "softmax", softmax_with(tile_round=0)),
     # Short rows without the shared-memory tiles: the lane-per-row and warp-per-row variants.

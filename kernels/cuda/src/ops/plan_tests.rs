@@ -60,20 +60,20 @@ fn softmax_kernel_of(
 #[test]
 fn softmax_rows_back_to_back_use_tiles() {
     let t = table();
-    // (rows, len, itemsize) -> kernel and block size: 32 KiB of whole rows a tile, for rows up
+    // (rows, len, itemsize) -> kernel and block size: 16 KiB of whole rows a tile, for rows up
     // to 128 elements (float32 rows of 16 to 64: lane groups, measured faster) and float32 rows
     // of 257 to 1024 (16-bit ones: a warp per row or lane groups).
     let cases: &[(i64, i64, i64, &str)] = &[
-        (1 << 20, 2, 4, "softmax_tile_1_2 256"),
-        (1 << 20, 7, 2, "softmax_tile_1_8 256"),
-        (1 << 20, 7, 4, "softmax_tile_1_8 256"),
-        (1 << 20, 32, 2, "softmax_tile_4_8 256"),
+        (1 << 20, 2, 4, "softmax_tileh_1_2 128"),
+        (1 << 20, 7, 2, "softmax_tileh_1_8 128"),
+        (1 << 20, 7, 4, "softmax_tileh_1_8 128"),
+        (1 << 20, 32, 2, "softmax_tileh_4_8 128"),
         (1 << 20, 32, 4, "softmax_group_8_4 256"),
-        (1 << 20, 100, 2, "softmax_tile_16_8 256"),
-        (1 << 20, 100, 4, "softmax_tile_16_8 256"),
-        (1 << 20, 257, 4, "softmax_tile_32_16 256"),
-        (1 << 16, 1000, 4, "softmax_tile_32_32 256"),
-        (1 << 16, 1024, 4, "softmax_tile_32_32 256"),
+        (1 << 20, 100, 2, "softmax_tileh_16_8 128"),
+        (1 << 20, 100, 4, "softmax_tileh_16_8 128"),
+        (1 << 20, 257, 4, "softmax_tileh_32_16 128"),
+        (1 << 16, 1000, 4, "softmax_tileh_32_32 128"),
+        (1 << 16, 1024, 4, "softmax_tileh_32_32 128"),
         (1 << 20, 256, 4, "softmax_group_32_8 256"),
         (1 << 16, 1024, 2, "softmax_group_32_32 256"),
         (1 << 20, 257, 2, "softmax_group_32_16 256"),
@@ -101,7 +101,8 @@ fn softmax_rows_back_to_back_use_tiles() {
         let got = softmax_kernel_of(&wide, rows, len, size, false, true);
         assert_eq!(got, want, "{rows} x {len}, itemsize {size}");
     }
-    let view = TuneView::new(&t, Some("sm_90"));
+    // 32 KiB tiles (the built-in default without `sm_90.json`) of rows of 100 in float32.
+    let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "softmax", &[("cols", 100), ("itemsize", 4)]).unwrap();
     let c = softmax::Class {
         rows: 1000,
@@ -117,16 +118,8 @@ fn softmax_rows_back_to_back_use_tiles() {
     // Rows of 7: 1170 fit, 1024 (four rounds of 256) would leave 1/8 unused: kept.
     let c7 = softmax::Class { len: 7, ..c };
     assert_eq!(softmax::plan(&c7, SMS, &tuned).tile_rows, 1170);
-    // Half-size tiles: 128 threads, 16 KiB; rows of 1000 in float32: 4 a tile.
-    let half = TuneTable::from_files(
-        &[(
-            "default.json".to_owned(),
-            r#"{"softmax": [{"tile_max": 1024, "tile_bytes": 16384}]}"#.to_owned(),
-        )],
-        "test".into(),
-    )
-    .unwrap();
-    let view = TuneView::new(&half, None);
+    // Half-size tiles (`sm_90.json`): 128 threads, 16 KiB; rows of 1000 in float32: 4 a tile.
+    let view = TuneView::new(&t, Some("sm_90"));
     let tuned = Tuned::select(&view, "softmax", &[("cols", 1000), ("itemsize", 4)]).unwrap();
     let c = softmax::Class { len: 1000, ..c };
     let p = softmax::plan(&c, SMS, &tuned);
@@ -135,6 +128,15 @@ fn softmax_rows_back_to_back_use_tiles() {
         ("softmax_tileh_32_32", 128, 4, 250)
     );
     assert!(p.why.contains("(16 KiB)"), "{}", p.why);
+    // Rows of 100 in bfloat16: 81 fit, 80 are ten whole rounds of 8 rows (128 threads).
+    let tuned = Tuned::select(&view, "softmax", &[("cols", 100), ("itemsize", 2)]).unwrap();
+    let c = softmax::Class {
+        len: 100,
+        vec: 8,
+        ..c
+    };
+    let p = softmax::plan(&c, SMS, &tuned);
+    assert_eq!((p.main.kernel, p.tile_rows), ("softmax_tileh_16_8", 80));
 }
 
 #[test]
