@@ -1,6 +1,6 @@
 """The names and behaviours rffi keeps from tvm-ffi's Python API for code written against it:
-`rffi.testing`, `convert_func`, `__chandle__`, `__tvm_ffi_error__`, typed Device and optional
-tensor parameters, and `+` between sequences and an Array."""
+`rffi.testing`, `rffi.container`, `convert_func`, `__chandle__`, `__tvm_ffi_error__`, typed
+Device and optional tensor parameters, and `+` between sequences and an Array."""
 
 import numpy as np
 import pytest
@@ -199,3 +199,12 @@ print("ok")
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_container_module_holds_the_package_containers():
+    import rffi.container as container
+
+    assert container.Array is rffi.Array and container.List is rffi.List
+    assert container.Map is rffi.Map and container.Dict is rffi.Dict
+    assert container.MISSING is rffi.MISSING
+    assert list(container.Array([1, 2])) == [1, 2]
