@@ -95,19 +95,6 @@ class DRef:
         """The register this value occupies on every worker."""
         return _f("DRefRegister")(self._obj)
 
-    def load_params(
-        self, weights_path, shard_info=None, *, progress: bool = True, via: str = "auto"
-    ) -> dict:
-        """Loads safetensors weights on every worker, each getting its slice by ``shard_info`` (a
-        dict or a JSON path; see ``rffi.shard``): name -> DRef. ``via="read"``: every worker
-        reads its own slice; ``"ccl"``: worker 0 reads and shards, and sends each worker its
-        slice through the communicator (``init_ccl``; with NCCL the parameters are tensors on
-        each worker's GPU); ``"auto"``: ``"ccl"`` when NCCL is up, else ``"read"`` (on one host
-        every worker reading is faster than a scatter through shared memory)."""
-        from .shard import load_params
-
-        return load_params(self, weights_path, shard_info, progress=progress, via=via)
-
     def __repr__(self) -> str:
         return f"<rffi.{type(self).__name__} register {self.register}>"
 

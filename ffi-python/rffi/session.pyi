@@ -19,14 +19,6 @@ class DRef:
     def fetch(self, rank: int = 0) -> Any: ...
     @property
     def register(self) -> int: ...
-    def load_params(
-        self,
-        weights_path: str | PathLike[str],
-        shard_info: dict[str, Any] | str | PathLike[str] | None = None,
-        *,
-        progress: bool = True,
-        via: str = "auto",
-    ) -> dict[str, DRef]: ...
 
 class DFunction(DRef):
     def __call__(self, *args: Any) -> DRef: ...
