@@ -6,7 +6,7 @@
 //! installs run once per backend, at the first call that needs them (or `describe()`).
 
 use crate::args::{self, Parsed};
-use crate::backend::{Availability, Backend, Implementation, OpCall};
+use crate::backend::{Availability, Backend, GuardToken, Implementation, OpCall};
 use crate::op::{self, Op, OpKind};
 use crate::settings::{self, ApiSettings, EnvSettings, ScopeGuard, ScopeSettings};
 use crate::tune::{TuneTable, TuneView};
@@ -92,6 +92,12 @@ impl Entry {
             )
             .find(|(o, _)| *o == op);
         declared.map(|(_, why)| why.clone())
+    }
+
+    /// Applies the backend's device guard for `device`, if it has one; what it changed comes
+    /// back when the token drops.
+    pub(crate) fn enter(&self, device: Device) -> Result<Option<GuardToken>> {
+        self.backend.guard.as_ref().map(|g| g(device)).transpose()
     }
 
     pub(crate) fn arch_of(&self, device: Device) -> Option<&str> {
@@ -536,12 +542,7 @@ impl Registry {
         let device = p.device;
         let stream = rffi_core::stream::current_stream(device);
         // The guard covers allocation too: an allocator may use the current device.
-        let _guard = entry
-            .backend
-            .guard
-            .as_ref()
-            .map(|g| g(device))
-            .transpose()?;
+        let _guard = entry.enter(device)?;
         let (out, allocated) = match &p.out {
             Some((t, _)) => (t.clone(), false),
             None => (

@@ -90,12 +90,7 @@ impl Registry {
     ) -> Result<T> {
         let device = parts.device;
         let stream = rffi_core::stream::current_stream(device);
-        let _guard = entry
-            .backend
-            .guard
-            .as_ref()
-            .map(|g| g(device))
-            .transpose()?;
+        let _guard = entry.enter(device)?;
         let tune = entry.tune(self.env())?;
         let arch = entry.arch_of(device);
         f(&parts.into_call(arch, out, stream, TuneView::new(tune, arch)))
