@@ -201,6 +201,7 @@ fn reduction_walk_per_shape_class() {
         rs,
         ks,
         col_pack: 1,
+        itemsize: 4,
     };
     // A full reduction of 256M elements: one output split over the SMs, then combined.
     let p = reduce_plan(&t, Op::Sum, class(1, 1 << 28, 1, None));
@@ -290,7 +291,7 @@ fn norm_and_elementwise_variants() {
             contiguous: aligned || len % vec != 0,
             wvec: true,
         };
-        let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
+        let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
     assert_eq!(np(1024, 8, true), "layer_norm_warp_4 256");
