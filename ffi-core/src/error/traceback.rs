@@ -157,8 +157,9 @@ fn is_runtime_plumbing(file: &str) -> bool {
     ["ffi-core/src/", "rffi-core-"]
         .iter()
         .any(|root| file.contains(root))
-        && (file.ends_with("/function.rs")
-            || ["/error/", "/capi/"].iter().any(|dir| file.contains(dir)))
+        && ["/error/", "/function/", "/capi/"]
+            .iter()
+            .any(|dir| file.contains(dir))
 }
 
 /// `path::to::fn::h0123456789abcdef` -> `path::to::fn`.
