@@ -173,7 +173,9 @@ template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64
 #define NT_PK 4
 template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr) {
   __shared__ __align__(16) Pack stage[2][NT_PK * 256];
-  __shared__ C red[2][8];
+  // Cross-warp sums by pass parity: a warp writes the next pass's before a slower one of its row
+  // has read this pass's (rms_norm has one barrier a pass).
+  __shared__ C red[2][2][8];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int per = 8 / wr, g = warp / wr, wi = warp - g * wr;
   const i64 nv = len / VEC, passes = (rows + per - 1) / per;
@@ -219,10 +221,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     if (OPK == 0) {
       sum = warp_sum(sum);
       if (wr > 1) {
-        if (lane == 0) red[0][warp] = sum;
+        if (lane == 0) red[s][0][warp] = sum;
         __syncthreads();
         sum = 0;
-        for (int i = 0; i < wr; ++i) sum += red[0][g * wr + i];
+        for (int i = 0; i < wr; ++i) sum += red[s][0][g * wr + i];
       }
       mean = sum / (C)len;
     }
@@ -234,10 +236,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     }
     q2 = warp_sum(q2);
     if (wr > 1) {
-      if (lane == 0) red[1][warp] = q2;
+      if (lane == 0) red[s][1][warp] = q2;
       __syncthreads();
       q2 = 0;
-      for (int i = 0; i < wr; ++i) q2 += red[1][g * wr + i];
+      for (int i = 0; i < wr; ++i) q2 += red[s][1][g * wr + i];
     }
     const C rstd = RSQRT(q2 / (C)len + (C)eps);
     if (live) {
