@@ -4,7 +4,7 @@
 suite once more per variant, so one device run compares the defaults with the alternatives.
 
     python3 bench/gpu/variants.py .devkern                          # every variant
-    python3 bench/gpu/variants.py .devkern norm-tile argmax-key     # only these
+    python3 bench/gpu/variants.py .devkern norm-tile argmax-key       # only these
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ VARIANTS = {
     "softmax-tiles-1024": ("softmax", "softmax", softmax_with(tile_max=1024)),
     # Column reductions a thread per pack of outputs (no row slices merged in shared memory).
     "reduce-cols-vec": ("reductions", "reduce", [dict(REDUCE, cols_tile=0)]),
+    # Softmax tiles computed in quads of 4 elements (softmax_tileq_G_N: 8-byte shared accesses
+    # for 16-bit types, int indices, one NaN-propagating max an element), 8 / 16 / 32 elements a
+    # lane, for rows of a multiple of 4 elements that the tiles take.
+    "softmax-tileq-8": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=8)),
+    "softmax-tileq-16": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=16)),
+    "softmax-tileq-32": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=32)),
     # Normalization rows of 64 to 1024 aligned packs through norm_tile: several rows a block of
     # 8 warps, the next rows prefetched into shared memory (cp.async) while these are computed,
     # weight and bias in registers once per block; 2 or 3 blocks an SM.

@@ -49,6 +49,7 @@ fn softmax_kernel_of(
         aligned_rows: aligned,
         contiguous: true,
         packed,
+        quad_aligned: false,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     match &p.write {
@@ -111,6 +112,8 @@ fn softmax_rows_back_to_back_use_tiles() {
         aligned_rows: true,
         contiguous: true,
         packed: true,
+        // The quad tiles could take these rows; no built-in config chooses them.
+        quad_aligned: true,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     // 81 rows fit; 80 are five whole rounds of 16 rows (16 lanes a row, 256 threads).
@@ -413,6 +416,7 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            "tileq" => softmax_src.contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
             "tile" | "tileh" => {
                 softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3]))
                     && softmax_src.contains("void __launch_bounds__(256) softmax_tile_##G")

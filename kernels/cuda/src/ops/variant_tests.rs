@@ -1,8 +1,9 @@
-//! The candidate kernels that only a tuning config selects (`norm_tile`, `argmax_rows_key8`):
+//! The candidate kernels that only a tuning config selects (`norm_tile`, `argmax_rows_key8`,
+//! `softmax_tileq_G_N`):
 //! the built-in configs never choose them, a config that sets their key does, for exactly the
 //! shapes each handles. No GPU needed.
 
-use super::{norm, reduce, Tuned};
+use super::{norm, reduce, softmax, Tuned};
 use crate::source::{dt_of, module_source, Family};
 use rffi_core::DataType;
 use rffi_kernels::{Op, TuneTable, TuneView};
@@ -164,4 +165,83 @@ fn argmax_keys_only_where_a_config_sets_them() {
     let name = format!(" {}(u64 px, u64 po, u64 pp, RLay L", reduce::ARGMAX_KEY);
     assert!(module_source(&dt, Family::Reduce(4)).contains(&name));
     assert!(module_source(&dt, Family::Reduce(4)).contains("#define RED 4"));
+}
+
+fn softmax_plan(t: &TuneTable, len: i64, itemsize: i64, quad_aligned: bool) -> softmax::Plan {
+    let view = TuneView::new(t, Some("sm_90"));
+    let vars = [
+        ("cols", len),
+        ("rows", 1 << 20),
+        ("itemsize", itemsize),
+        ("sms", SMS),
+    ];
+    let tuned = Tuned::select(&view, "softmax", &vars).unwrap();
+    let c = softmax::Class {
+        rows: 1 << 20,
+        len,
+        vec: 16 / itemsize,
+        aligned_rows: len * itemsize % 16 == 0,
+        contiguous: true,
+        packed: true,
+        quad_aligned,
+    };
+    softmax::plan(&c, SMS, &tuned)
+}
+
+#[test]
+fn softmax_quad_tiles_only_where_a_config_sets_them() {
+    let builtin = table(None);
+    assert_eq!(
+        softmax_plan(&builtin, 100, 2, true).main.kernel,
+        "softmax_tileh_16_8"
+    );
+    let quads = |elems: i64| {
+        table(Some(&format!(
+            r#"{{ "softmax": [ {{ "tile_bytes": 16384, "tile_max": 1024, "tile_quads": 1, "tile_quad_elems": {elems} }} ] }}"#
+        )))
+    };
+    // bfloat16 rows of 100 = 25 quads: 8 elements a lane is 16 lanes of 2 quads (8 rows a
+    // round of 128 threads, 80 rows a tile); 16 elements 8 lanes of 4; 32, 4 lanes of 8 (rounds
+    // of 32 rows: 64 would leave more than 1/16 of the 81 rows' tile unused, so 81).
+    for (elems, kernel, per) in [
+        (8, "softmax_tileq_16_2", 80),
+        (16, "softmax_tileq_8_4", 80),
+        (32, "softmax_tileq_4_8", 81),
+    ] {
+        let p = softmax_plan(&quads(elems), 100, 2, true);
+        assert_eq!(
+            (p.main.kernel, p.main.block, p.tile_rows, p.kind),
+            (kernel, 128, per, softmax::Kind::Tile),
+            "{elems}"
+        );
+        assert!(p.why.contains("quads of 4 elements a lane"), "{}", p.why);
+    }
+    let t = quads(8);
+    // Rows of 4 (one quad: a lane, 2 quads' registers), 1024 (256 quads: a warp of 8), float32.
+    assert_eq!(
+        softmax_plan(&t, 4, 2, true).main.kernel,
+        "softmax_tileq_1_2"
+    );
+    assert_eq!(
+        softmax_plan(&t, 1024, 2, true).main.kernel,
+        "softmax_tileq_32_8"
+    );
+    assert_eq!(
+        softmax_plan(&t, 100, 4, true).main.kernel,
+        "softmax_tileq_16_2"
+    );
+    // Not for rows of a length not a multiple of 4, pointers off a quad boundary, float64, or
+    // longer rows: the scalar tiles or the other variants.
+    for (len, itemsize, aligned) in [
+        (102, 2, true),
+        (100, 2, false),
+        (100, 8, true),
+        (1028, 2, true),
+    ] {
+        let k = softmax_plan(&t, len, itemsize, aligned).main.kernel;
+        assert!(
+            !k.starts_with("softmax_tileq"),
+            "{len} {itemsize} {aligned}: {k}"
+        );
+    }
 }
