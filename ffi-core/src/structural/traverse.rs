@@ -230,7 +230,10 @@ impl Traversal {
     pub fn finish(&self) {
         let e = self.engine();
         e.running.store(false, Ordering::Release);
-        e.callbacks.write().unwrap_or_else(|p| p.into_inner()).clear();
+        e.callbacks
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// The definition region kind the traversal is in (`kRFFIDefRegionKind*`).
@@ -265,7 +268,11 @@ impl Traversal {
     }
 
     fn find(&self, index: i32) -> Option<Callback> {
-        let callbacks = self.engine().callbacks.read().unwrap_or_else(|p| p.into_inner());
+        let callbacks = self
+            .engine()
+            .callbacks
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         callbacks.iter().find(|c| c.matches(index)).cloned()
     }
 
