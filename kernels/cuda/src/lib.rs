@@ -37,10 +37,10 @@ use rffi_kernels::{
 
 pub use rffi_kernels::{FLOATS, INTS};
 
-// The CUDA source of a dtype's module of one family (`elementwise`, `reduce`, `softmax`, `norm`),
-// for inspection and for compiling it where no GPU is (the kernels' Python tests check that every
-// module compiles with NVRTC on CPU-only machines). Without a family: the families of the dtype,
-// comma-separated.
+// The CUDA source of a dtype's module of one family (`elementwise`, `reduce_*`, `softmax`, `norm`,
+// `softmax_quads`), for inspection and for compiling it where no GPU is (the kernels' Python tests
+// check that every module compiles with NVRTC on CPU-only machines). Without a family: the
+// families of the dtype, comma-separated.
 rffi_core::register_global_packed!("kernels.cuda_source", |args: &[rffi_core::AnyView<
     '_,
 >]|

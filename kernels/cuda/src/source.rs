@@ -22,13 +22,17 @@ pub enum Family {
     Reduce(u8),
     Softmax,
     Norm,
+    /// The candidate softmax tiles computed in quads (`softmax_tileq_*`, chosen only where a
+    /// config sets `tile_quads`): a module apart, so that the softmax module a first call
+    /// compiles does not grow by them.
+    SoftmaxQuads,
 }
 
 /// The reductions' names, in `Family::Reduce` order.
 pub const REDUCTIONS: [&str; 5] = ["sum", "mean", "max", "min", "argmax"];
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Elementwise,
         Family::Reduce(0),
         Family::Reduce(1),
@@ -37,6 +41,7 @@ impl Family {
         Family::Reduce(4),
         Family::Softmax,
         Family::Norm,
+        Family::SoftmaxQuads,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +54,7 @@ impl Family {
             Family::Reduce(_) => "reduce_argmax",
             Family::Softmax => "softmax",
             Family::Norm => "norm",
+            Family::SoftmaxQuads => "softmax_quads",
         }
     }
 
@@ -60,7 +66,7 @@ impl Family {
         match self {
             Family::Elementwise => include_str!("cu/elementwise.cuh"),
             Family::Reduce(_) => include_str!("cu/reduce.cuh"),
-            Family::Softmax => include_str!("cu/softmax.cuh"),
+            Family::Softmax | Family::SoftmaxQuads => include_str!("cu/softmax.cuh"),
             Family::Norm => include_str!("cu/norm.cuh"),
         }
     }
@@ -187,6 +193,7 @@ pub fn module_source(dt: &Dt, family: Family) -> String {
     };
     let red = match family {
         Family::Reduce(r) => format!("#define RED {r}\n"),
+        Family::SoftmaxQuads => "#define SOFTMAX_QUADS 1\n".to_owned(),
         _ => String::new(),
     };
     format!(

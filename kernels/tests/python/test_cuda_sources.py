@@ -38,7 +38,7 @@ def _families(dtype):
 
 
 REDUCE = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_argmax"]
-FAMILIES = ["elementwise", *REDUCE, "softmax", "norm"]
+FAMILIES = ["elementwise", *REDUCE, "softmax", "norm", "softmax_quads"]
 MODULES = [(d, f) for d in DTYPES for f in FAMILIES if f == "elementwise" or "float" in d]
 
 

@@ -9,6 +9,9 @@
 //   any length, any layout;
 // - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
 //   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
+// - softmax_tile_G_N / softmax_tileh_G_N: short rows back to back, staged in shared memory;
+//   softmax_tileq_G_N, the same computed in quads of 4 elements, are the `softmax_quads` module
+//   (SOFTMAX_QUADS), a candidate compiled only where a config chooses it.
 // A NaN anywhere makes the row NaN, and a row of -inf is NaN, as in PyTorch.
 
 
@@ -97,6 +100,7 @@ __device__ __forceinline__ void sm_write(const T* x, T* o, i64 sx, i64 so, i64 l
   for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) o[k * so] = st(FEXP(ld(x[k * sx]) - m) * inv);
 }
 
+#if !SOFTMAX_QUADS
 extern "C" __global__ void softmax_online(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, Lay L, int vec) {
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     i64 ox, oo; row_start(L, r, ox, oo);
@@ -136,6 +140,8 @@ extern "C" __global__ void softmax_split_write(u64 px, u64 po, u64 ppart, i64 ro
     sm_write((const T*)px + ox, (T*)po + oo, sx, so, lo, hi, vec, m, (C)1 / s);
   }
 }
+
+#endif
 
 // G lanes per row, N elements a lane (k = lane + j G), any strides.
 template <int G, int N> __device__ __forceinline__ void softmax_group(u64 px, u64 po, i64 rows, i64 len, i64 sx, i64 so, const Lay& L) {
@@ -247,6 +253,7 @@ template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, 
   }
 }
 
+#if !SOFTMAX_QUADS
 // Launched with 256 threads; the bound (blocks an SM) keeps 64 registers a thread, 85 for the
 // largest group variant and 128 for the largest warp variant.
 #define SOFTMAX_GROUP(G, N, B) \
@@ -277,6 +284,7 @@ SOFTMAX_BLOCK(1)
 SOFTMAX_BLOCK(2)
 SOFTMAX_BLOCK(4)
 SOFTMAX_BLOCK(8)
+#endif
 
 // Short rows stored back to back (row stride = len in x and out): a block stages a tile of R
 // whole rows, R * len contiguous elements, in shared memory with 16-byte asynchronous copies
@@ -398,6 +406,7 @@ template <int G, int N, int TB, int Q> __device__ __forceinline__ void softmax_t
   }
 }
 
+#if !SOFTMAX_QUADS
 #define SOFTMAX_TILE(G, N) \
 extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 32768, 1>(px, po, rows, len, R); } \
 extern "C" __global__ void __launch_bounds__(128) softmax_tileh_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384, 1>(px, po, rows, len, R); }
@@ -411,8 +420,10 @@ SOFTMAX_TILE(16, 8)
 SOFTMAX_TILE(32, 8)
 SOFTMAX_TILE(32, 16)
 SOFTMAX_TILE(32, 32)
+#endif
 
-// Quad tiles (16 KiB, 128 threads): G lanes a row, N quads a lane.
+// Quad tiles (16 KiB, 128 threads): G lanes a row, N quads a lane; the `softmax_quads` module.
+#if SOFTMAX_QUADS
 #define SOFTMAX_TILEQ(G, N) \
 extern "C" __global__ void __launch_bounds__(128) softmax_tileq_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384, 4>(px, po, rows, len, R); }
 SOFTMAX_TILEQ(1, 2)
@@ -433,3 +444,4 @@ SOFTMAX_TILEQ(16, 8)
 SOFTMAX_TILEQ(32, 2)
 SOFTMAX_TILEQ(32, 4)
 SOFTMAX_TILEQ(32, 8)
+#endif

@@ -416,7 +416,8 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
-            "tileq" => softmax_src.contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
+            "tileq" => src(Family::SoftmaxQuads)
+                .contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
             "tile" | "tileh" => {
                 softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3]))
                     && softmax_src.contains("void __launch_bounds__(256) softmax_tile_##G")

@@ -433,7 +433,12 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
     let mut vec = contiguous as i32;
     let (mut chunks, mut chunk) = (p.chunks, p.chunk);
-    let f = function(call.device, call.dtype, Family::Softmax, p.main.kernel)?;
+    let family = if TILEQ.iter().any(|t| t.2 == p.main.kernel) {
+        Family::SoftmaxQuads
+    } else {
+        Family::Softmax
+    };
+    let f = function(call.device, call.dtype, family, p.main.kernel)?;
     if p.kind == Kind::Tile {
         let mut per = p.tile_rows;
         let mut args = [
