@@ -21,6 +21,7 @@ from typing import Any, SupportsIndex, TypeVar, overload
 from typing_extensions import Self
 
 from . import access_path as access_path
+from . import core as core
 from . import dataclasses as dataclasses
 from . import serialization as serialization
 from . import shard as shard
@@ -89,6 +90,7 @@ __all__ = [
     "access_path",
     "convert",
     "convert_func",
+    "core",
     "dataclasses",
     "deep_copy",
     "device",
@@ -138,6 +140,9 @@ class Object:
     def __chandle__(self) -> int: ...
     def same_as(self, other: object) -> bool: ...
     def _move(self) -> Any: ...
+    @property
+    def id_(self) -> int: ...
+    def is_(self, other: object) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 

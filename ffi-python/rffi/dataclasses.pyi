@@ -2,19 +2,26 @@
 checkers see the generated `__init__` from the class's annotated fields (as for `dataclasses`)."""
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, TypeVar, overload
 
-from typing_extensions import dataclass_transform
+from typing_extensions import Self, dataclass_transform
+
+from . import Object
 
 __all__ = [
     "KW_ONLY",
     "MISSING",
+    "Enum",
     "Field",
     "FrozenInstanceError",
+    "IntEnum",
+    "StrEnum",
     "asdict",
     "astuple",
+    "auto",
     "c_class",
+    "entry",
     "enum",
     "field",
     "fields",
@@ -26,6 +33,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _C = TypeVar("_C", bound=type)
+_E = TypeVar("_E", bound="Enum")
 _F = TypeVar("_F", bound=Callable[..., Any] | staticmethod[..., Any])
 
 class _Missing: ...
@@ -153,3 +161,34 @@ def asdict(obj: object, *, dict_factory: Callable[[list[tuple[str, Any]]], Any] 
 def astuple(obj: object, *, tuple_factory: Callable[[list[Any]], Any] = ...) -> Any: ...
 def replace(obj: _T, /, **changes: Any) -> _T: ...
 def enum(type_key: str | None = None) -> Callable[[_C], _C]: ...
+def auto() -> Any: ...
+def entry(*args: Any, **kwargs: Any) -> Any: ...
+
+class _EnumMeta(type):
+    def __iter__(cls: type[_E]) -> Iterator[_E]: ...
+    def __len__(cls) -> int: ...
+    def __call__(cls: type[_E], value: Any) -> _E: ...
+
+class Enum(Object, metaclass=_EnumMeta):
+    __members__: ClassVar[dict[str, Any]]
+    def __init_subclass__(cls, *, type_key: str | None = None, **kwargs: Any) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @classmethod
+    def get(cls, index: int | str) -> Self: ...
+    @classmethod
+    def all_entries(cls) -> Iterator[Self]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __copy__(self) -> Self: ...
+    def __deepcopy__(self, memo: Any = None) -> Self: ...
+
+class IntEnum(Enum):
+    @property
+    def value(self) -> int: ...
+
+class StrEnum(Enum):
+    @property
+    def value(self) -> str: ...
