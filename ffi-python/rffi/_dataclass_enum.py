@@ -247,6 +247,16 @@ class Enum(Object, metaclass=_EnumMeta):
             members[name] = _member(cls, index, {"name": name, "value": value, **fields})
         _publish(cls, index, members)
 
+    @property
+    def name(self) -> str:
+        """The member's name (each enum class has the property of its own type)."""
+        return _ffi("ffi.ObjectGetField")(self, "name")
+
+    @property
+    def value(self):
+        """The member's value."""
+        return _ffi("ffi.ObjectGetField")(self, "value")
+
     @classmethod
     def get(cls, index):
         """The member named ``index`` (a str) or of value ``index``; a KeyError otherwise."""
