@@ -6,7 +6,7 @@ LIB_DEBUG := $(TARGET_DIR)/debug
 LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
-.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test bench header clean \
+.PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test cuda-check bench header clean \
 	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan
 
 all: demo
@@ -41,7 +41,7 @@ demo: check-tools python-demo
 	$(BUILD)/cpp-host $(CPP_PLUGIN) $(RUST_PLUGIN)
 
 ## Every test: formatting, lints, Rust tests, C programs against the header, header drift.
-test: check-tools fmt-check clippy rust-test cpp-test python-test install-test kernels-test
+test: check-tools fmt-check clippy rust-test cpp-test python-test install-test kernels-test cuda-check
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -98,6 +98,13 @@ kernels-test: python-test
 	$(TARGET_DIR)/py-venv/bin/ruff check --config ffi-python/pyproject.toml kernels/python kernels/tests kernels/benches bench/gpu
 	RFFI_KERNELS_PLUGIN=$(LIB_RELEASE)/librffi_kernels_plugin.so PYTHONPATH=kernels/python \
 	    $(TARGET_DIR)/py-venv/bin/python -m pytest -q -p no:cacheprovider kernels/tests/python
+
+## Every CUDA module (each dtype and family, as the backend assembles it) compiled to PTX by
+## clang for sm_75, sm_80 and sm_90 without a GPU or CUDA toolkit (clang-19 installed with apt-get
+## when missing); first a self-test that broken modules are reported. See kernels/README.md.
+cuda-check: check-tools
+	kernels/cuda/check/cuda_check.sh --self-test
+	kernels/cuda/check/cuda_check.sh
 
 ## The Python examples in examples/python, against a fresh install of the package.
 python-demo: check-tools

@@ -5,7 +5,7 @@
 //! - `error::catch_panic` (a plugin's init, a session worker's commands, the kernel backends'
 //!   probes and CUDA/NCCL calls, code built on rffi)
 //!   counts itself in this thread's guard while it runs (`call_depth::catching`);
-//! - the call of a Rust function (`function::rust_call::<F>`) and the C entry points
+//! - the call of a Rust function (`function::body::rust_call::<F>`) and the C entry points
 //!   (`capi::boundary::guard`), the hot paths (a few nanoseconds each), do nothing at call time.
 //!   On a panic the hook walks the thread's stack (frames unresolved: no symbolizing) for the
 //!   frame of a `rust_call` instance, whose addresses are recorded here when a Function of it is

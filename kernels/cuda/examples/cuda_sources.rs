@@ -1,0 +1,44 @@
+//! Writes the CUDA source of every module the backend compiles (each dtype and family, exactly
+//! as `source::module_source` assembles it for NVRTC) into a folder, one
+//! `rffi_kernels_<dtype>_<family>.cu` a module, for the offline compile check
+//! (`kernels/cuda/check/cuda_check.sh`, `make cuda-check`).
+//!
+//! Usage: `cargo run -p rffi-kernels-cuda --example cuda_sources -- OUT_DIR`
+
+use rffi_core::DataType;
+use rffi_kernels_cuda::source::{dt_of, module_source, Family};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
+        eprintln!("usage: cuda_sources OUT_DIR");
+        return ExitCode::from(2);
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("cuda_sources: cannot create {}: {e}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let dtypes = [
+        DataType::float(32),
+        DataType::float(64),
+        DataType::float(16),
+        DataType::bfloat16(),
+        DataType::int(32),
+        DataType::int(64),
+    ];
+    let mut written = 0;
+    for d in dtypes {
+        let dt = dt_of(d).expect("every listed dtype has a CUDA module");
+        for family in Family::ALL.into_iter().filter(|f| f.serves(&dt)) {
+            let path = dir.join(format!("rffi_kernels_{}_{}.cu", dt.name, family.name()));
+            if let Err(e) = std::fs::write(&path, module_source(&dt, family)) {
+                eprintln!("cuda_sources: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            written += 1;
+        }
+    }
+    println!("{written} modules in {}", dir.display());
+    ExitCode::SUCCESS
+}
