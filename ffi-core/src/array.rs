@@ -100,6 +100,21 @@ impl Array {
         self.as_slice()[i as usize].to_owned()
     }
 
+    /// Replaces the item at `index` (in range) by `value`, dropping the old one: for an Array
+    /// that only its owner can see (a structural map changing an array it was handed).
+    ///
+    /// # Safety
+    /// Nothing else may hold or read the array: Arrays are otherwise immutable.
+    pub(crate) unsafe fn replace_unique(&self, index: usize, value: Any) {
+        assert!(index < self.len(), "array index {index} out of range");
+        let cell = self.cell();
+        // SAFETY: `index` is in range; the old value is owned by the array and dropped once.
+        unsafe {
+            let slot = cell.data.add(index);
+            drop(Any::from_raw(slot.replace(value.into_raw())));
+        }
+    }
+
     /// The items in order, borrowed from the array.
     pub fn iter(&self) -> impl Iterator<Item = AnyView<'_>> {
         self.as_slice().iter().copied()

@@ -37,6 +37,26 @@ pub(crate) enum MapKey {
     Device(DLDevice),
     Ptr(usize),
     Object(usize),
+    /// An `ffi.StructuralKey`: by its value's structure.
+    Structural(StructuralKeyOf),
+}
+
+/// The identity of a `StructuralKey` key: its cached hash, and structural equality.
+pub(crate) struct StructuralKeyOf(crate::reflection::Obj<crate::structural::StructuralKey>);
+
+impl PartialEq for StructuralKeyOf {
+    fn eq(&self, other: &Self) -> bool {
+        // An error comparing (a value nested too deeply) counts as different.
+        self.0.equal(&other.0).unwrap_or(false)
+    }
+}
+
+impl Eq for StructuralKeyOf {}
+
+impl std::hash::Hash for StructuralKeyOf {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash_i64.hash(state)
+    }
 }
 
 impl MapKey {
@@ -59,6 +79,9 @@ impl MapKey {
                 kRFFIByteArrayPtr | kRFFISmallBytes | kRFFIBytes => {
                     MapKey::Bytes(str_bytes_of(v).unwrap_or_default().into())
                 }
+                i if i >= kRFFIDynObjectBegin && is_structural_key(i) => MapKey::Structural(
+                    StructuralKeyOf(v.try_as().map_err(|e| Error::type_error(e.message()))?),
+                ),
                 i if i >= kRFFIStaticObjectBegin => MapKey::Object(raw.v.v_obj as usize),
                 _ => {
                     return Err(Error::type_error(format!(
@@ -69,6 +92,11 @@ impl MapKey {
             })
         }
     }
+}
+
+fn is_structural_key(index: i32) -> bool {
+    use crate::reflection::ObjectDef;
+    index == crate::structural::StructuralKey::type_index()
 }
 
 /// The KeyError for a key a map or dict does not hold. The message names the key as Python's own

@@ -35,6 +35,18 @@ from .session import DRef as DRef
 from .session import ProcessSession as ProcessSession
 from .session import ThreadSession as ThreadSession
 from .session import _Session
+from .structural import DefRegionKind as DefRegionKind
+from .structural import InplaceMode as InplaceMode
+from .structural import StructuralKey as StructuralKey
+from .structural import StructuralMutator as StructuralMutator
+from .structural import StructuralVisitor as StructuralVisitor
+from .structural import VisitInterrupt as VisitInterrupt
+from .structural import WalkOrder as WalkOrder
+from .structural import WalkResult as WalkResult
+from .structural import structural_map as structural_map
+from .structural import structural_mutate as structural_mutate
+from .structural import structural_visit as structural_visit
+from .structural import structural_walk as structural_walk
 
 _E = TypeVar("_E", bound=type[BaseException])
 _O = TypeVar("_O", bound=type[Object])
@@ -49,10 +61,12 @@ __all__ = [
     "DModule",
     "DRef",
     "DataType",
+    "DefRegionKind",
     "Device",
     "Dict",
     "Error",
     "Function",
+    "InplaceMode",
     "LIB_PATH",
     "List",
     "MISSING",
@@ -62,9 +76,15 @@ __all__ = [
     "ProcessSession",
     "Shape",
     "String",
+    "StructuralKey",
+    "StructuralMutator",
+    "StructuralVisitor",
     "Tensor",
     "ThreadSession",
     "TypeSchema",
+    "VisitInterrupt",
+    "WalkOrder",
+    "WalkResult",
     "__version__",
     "access_path",
     "convert",
@@ -92,6 +112,10 @@ __all__ = [
     "structural",
     "structural_equal",
     "structural_hash",
+    "structural_map",
+    "structural_mutate",
+    "structural_visit",
+    "structural_walk",
     "testing",
     "type_info",
 ]
@@ -113,6 +137,7 @@ class Object:
     def type_key(self) -> str: ...
     def __chandle__(self) -> int: ...
     def same_as(self, other: object) -> bool: ...
+    def _move(self) -> Any: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 

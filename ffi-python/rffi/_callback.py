@@ -72,8 +72,10 @@ _TRAMPOLINE_CODE[0] = _trampoline.__code__
 
 
 def _release_callback(token):
-    # Runs with the GIL (ctypes takes it for callbacks), on whatever thread dropped the function.
-    CALLBACKS.pop(token, None)
+    # Runs with the GIL (ctypes takes it for callbacks), on whatever thread dropped the function;
+    # at interpreter exit the module's globals may be gone already (None).
+    if CALLBACKS is not None:
+        CALLBACKS.pop(token, None)
 
 
 # Module-wide so they live as long as any function made from them may be called.

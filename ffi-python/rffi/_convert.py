@@ -45,7 +45,7 @@ from ._device import Device
 from ._dtype import DataType
 from ._error import error_from_exception, take_raised_exception
 from ._frame import ARGS, SCRATCH, scratch
-from ._object import Object
+from ._object import Object, ObjectRValueRef
 from ._opaque import make_opaque
 from ._protocols import (
     P_FLOAT,
@@ -73,6 +73,7 @@ from ._setters import (
     set_made,
     set_none,
     set_object,
+    set_rvalue,
     set_str,
     set_void_p,
 )
@@ -144,6 +145,7 @@ KINDS = {
         Kind("bytes", BYTES, set_bytes),
         Kind("buffer", PYTHON, set_bytes),
         Kind("object", OBJECT, set_object),
+        Kind("rvalue", PYTHON, set_rvalue),
         Kind("shape", PYTHON, _set_shape),
         Kind("device", PYTHON, set_device),
         Kind("dtype", PYTHON, set_dtype),
@@ -241,6 +243,7 @@ TABLE: dict = {
     Shape: KINDS["shape"],
     Device: KINDS["device"],
     DataType: KINDS["dtype"],
+    ObjectRValueRef: KINDS["rvalue"],
     # Callables, known up front so that the first call passing one converts it natively too.
     types.FunctionType: KINDS["callable"],
     types.BuiltinFunctionType: KINDS["callable"],
@@ -277,7 +280,7 @@ _forget_native_kinds = None  # the native call path's, set once it is loaded (rf
 
 # Types of keep-alive objects that also act when the call returns (the CUDA stream guard of
 # rffi._tensor): their `_rffi_after_call()` runs then.
-AFTER_CALL_TYPES: set = set()
+AFTER_CALL_TYPES: set = {ObjectRValueRef}
 
 
 def release_temps(temps):

@@ -145,6 +145,13 @@ class Object(STORAGE):
             return _global("ffi.ReprPrint")(self, REPR_WIDTH)
         return f"<rffi.Object {self.type_key} at {self._h:#x}>"
 
+    def _move(self) -> ObjectRValueRef:
+        """This wrapper's reference, to hand over to the function it is passed to (tvm-ffi's
+        rvalue reference): a callee that takes it (``structural_map`` does) leaves this wrapper
+        empty, and may change the object in place when nothing else holds it."""
+        self._check_live("move")
+        return ObjectRValueRef(self)
+
     # ---- Copies ----
 
     def __copy__(self):
@@ -195,6 +202,23 @@ class Object(STORAGE):
     def _check_live(self, what: str) -> None:
         if not self._h:
             raise ValueError(f"cannot {what} {_describe(self)}: it has been released")
+
+
+class ObjectRValueRef:
+    """``obj._move()``: passed as an argument, the callee may take ``obj``'s reference (an
+    ``RFFIAny`` of type ``kRFFIObjectRValueRef`` pointing at a slot holding the handle); after the
+    call, ``obj`` is empty if it did."""
+
+    __slots__ = ("obj", "slot")
+
+    def __init__(self, obj: Object) -> None:
+        self.obj = obj
+        self.slot = None
+
+    def _rffi_after_call(self) -> None:
+        if self.slot is not None and not self.slot.value:
+            self.obj._h = 0  # the callee took the reference
+        self.slot = None
 
 
 def _describe(obj) -> str:

@@ -24,6 +24,7 @@ FLAG_COMPARE_OFF = 1 << 7
 FLAG_HASH_OFF = 1 << 8
 FLAG_INIT_OFF = 1 << 9
 FLAG_KW_ONLY = 1 << 10
+FLAG_SEQ_HASH_DEF_SIMPLE = 1 << 12
 FLAG_SEQ_HASH_IDENTITY = 1 << 20
 
 #: ``field(structural_eq=...)`` and the field flag each sets.
@@ -31,6 +32,8 @@ STRUCTURAL_FIELD_FLAGS = {
     None: 0,
     "ignore": FLAG_SEQ_HASH_IGNORE,
     "def": FLAG_SEQ_HASH_DEF,
+    "def-pattern": FLAG_SEQ_HASH_DEF,
+    "def-simple": FLAG_SEQ_HASH_DEF_SIMPLE,
     "identity": FLAG_SEQ_HASH_IDENTITY,
 }
 #: ``py_class(structural_eq=...)`` / ``c_class(structural_eq=...)`` and the type's kind.

@@ -23,6 +23,18 @@ from ._shape import I64_MAX, I64_MIN
 _U64 = 2**64
 
 
+def set_rvalue(v, fr, i):
+    """An ``obj._move()``: a pointer to a slot holding the handle, which the callee may empty."""
+    h = v.obj._h
+    if not h:
+        raise ValueError("cannot pass a moved or released object")
+    v.slot = ctypes.c_void_p(h)
+    q = fr[1]
+    q[i] = _lib.kObjectRValueRef
+    q[i + 1] = ctypes.addressof(v.slot)
+    return v
+
+
 def set_none(v, fr, i):
     q = fr[1]
     q[i] = 0

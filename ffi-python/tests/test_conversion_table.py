@@ -140,8 +140,25 @@ REFUSED = [
 ]
 
 
+# Kinds whose values are used once (a moved reference is gone after the call): tested below.
+ONE_SHOT = {"rvalue"}
+
+
 def test_every_kind_has_samples():
-    assert set(SAMPLES) == set(_convert.KINDS)
+    assert set(SAMPLES) | ONE_SHOT == set(_convert.KINDS)
+
+
+def test_moved_objects_on_both_paths(testing):
+    for echo in (testing.echo, _ctypes_path(testing.echo)):
+        a = rffi.Array([1, 2])
+        handle = a.__chandle__()
+        moved = a._move()
+        assert _convert.kind_of(type(moved)).name == "rvalue"
+        out = echo(moved)
+        assert out.__chandle__() == handle and list(out) == [1, 2]
+        assert a.__chandle__() == 0  # the callee took the reference
+        with pytest.raises(ValueError, match="moved or released"):
+            echo(moved)
 
 
 @pytest.mark.parametrize("kind", sorted(SAMPLES))

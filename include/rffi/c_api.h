@@ -332,6 +332,13 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFIFieldFlagBitMaskSetterIsFunctionObj (1 << 11)
 
 /**
+ * Field flag: a simple definition site: the variable the field holds is defined there, and what
+ * the variable's own fields hold are uses (tvm-ffi's `kTVMFFIFieldFlagBitMaskSEqHashDefSimple`).
+ * `kRFFIFieldFlagBitMaskSEqHashDef` is the pattern kind: everything inside is defined.
+ */
+#define kRFFIFieldFlagBitMaskSEqHashDefSimple (1 << 12)
+
+/**
  * Field flag (rffi's own, beyond tvm-ffi's bits): structural equality and hashing compare the
  * field's object by identity (the same object), not by its contents.
  */
@@ -370,6 +377,24 @@ typedef struct DLManagedTensorVersioned {
 #define kRFFISEqHashKindUniqueInstance 5
 
 /**
+ * The definition region a structural traversal is in (`ffi.StructuralVisitorDefRegionKind`):
+ * not in one (variables met are uses).
+ */
+#define kRFFIDefRegionKindNone 0
+
+/**
+ * Inside a field flagged `kRFFIFieldFlagBitMaskSEqHashDef`: every variable met is defined, and
+ * the region holds for everything nested (kinds entered inside it have no effect).
+ */
+#define kRFFIDefRegionKindPattern 1
+
+/**
+ * Inside a field flagged `kRFFIFieldFlagBitMaskSEqHashDefSimple`: the variable itself is
+ * defined; its own fields are walked as uses.
+ */
+#define kRFFIDefRegionKindSimple 2
+
+/**
  * `flags` of `RFFIStructuralEqual` / `RFFIStructuralHash`: free variables may be mapped to each
  * other anywhere, not only at definition sites.
  */
@@ -379,6 +404,11 @@ typedef struct DLManagedTensorVersioned {
  * `flags` of the structural functions: tensors compare by dtype, shape and device, not data.
  */
 #define kRFFIStructuralSkipTensorContent (1 << 1)
+
+/**
+ * The type index a callback of "any value" is registered for.
+ */
+#define ANY_TYPE -1
 
 /**
  * Alignment of the built-in allocator's buffers: a cache line, enough for any SIMD load.

@@ -30,6 +30,10 @@ pub const kRFFIFieldFlagBitMaskInitOff: i64 = 1 << 9;
 pub const kRFFIFieldFlagBitMaskKwOnly: i64 = 1 << 10;
 /// Field flag: `setter` is a Function object called as `setter(object, value)`.
 pub const kRFFIFieldFlagBitMaskSetterIsFunctionObj: i64 = 1 << 11;
+/// Field flag: a simple definition site: the variable the field holds is defined there, and what
+/// the variable's own fields hold are uses (tvm-ffi's `kTVMFFIFieldFlagBitMaskSEqHashDefSimple`).
+/// `kRFFIFieldFlagBitMaskSEqHashDef` is the pattern kind: everything inside is defined.
+pub const kRFFIFieldFlagBitMaskSEqHashDefSimple: i64 = 1 << 12;
 /// Field flag (rffi's own, beyond tvm-ffi's bits): structural equality and hashing compare the
 /// field's object by identity (the same object), not by its contents.
 pub const kRFFIFieldFlagBitMaskSEqHashIdentity: i64 = 1 << 20;
@@ -48,6 +52,16 @@ pub const kRFFISEqHashKindDAGNode: i32 = 3;
 pub const kRFFISEqHashKindConstTreeNode: i32 = 4;
 /// Equal only to itself.
 pub const kRFFISEqHashKindUniqueInstance: i32 = 5;
+
+/// The definition region a structural traversal is in (`ffi.StructuralVisitorDefRegionKind`):
+/// not in one (variables met are uses).
+pub const kRFFIDefRegionKindNone: i32 = 0;
+/// Inside a field flagged `kRFFIFieldFlagBitMaskSEqHashDef`: every variable met is defined, and
+/// the region holds for everything nested (kinds entered inside it have no effect).
+pub const kRFFIDefRegionKindPattern: i32 = 1;
+/// Inside a field flagged `kRFFIFieldFlagBitMaskSEqHashDefSimple`: the variable itself is
+/// defined; its own fields are walked as uses.
+pub const kRFFIDefRegionKindSimple: i32 = 2;
 
 /// `flags` of `RFFIStructuralEqual` / `RFFIStructuralHash`: free variables may be mapped to each
 /// other anywhere, not only at definition sites.

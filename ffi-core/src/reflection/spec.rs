@@ -1,7 +1,8 @@
 //! What `object_type!` expands to: builders for one field, one method and the type's metadata,
 //! each registering itself. Field options are method names: `#[default = v]`,
 //! `#[default_factory = f]`, `#[kw_only]`, `#[init_off]`, `#[repr_off]`, `#[compare_off]`,
-//! `#[hash_off]`, `#[structural_eq_ignore]`, `#[structural_eq_def]`, `#[structural_eq_identity]`,
+//! `#[hash_off]`, `#[structural_eq_ignore]`, `#[structural_eq_def]`, `#[structural_eq_def_simple]`,
+//! `#[structural_eq_identity]`,
 //! and `#[doc = ...]` (what `///` becomes).
 
 use super::object_def::{field_getter, FieldValue, Obj, ObjectDef};
@@ -108,6 +109,11 @@ impl FieldSpec {
     /// A definition site: free variables first met inside are mapped to each other.
     pub fn structural_eq_def(mut self) -> Self {
         self.info.flags |= kRFFIFieldFlagBitMaskSEqHashDef;
+        self
+    }
+    /// A simple definition site: the variable held is defined; its own fields are uses.
+    pub fn structural_eq_def_simple(mut self) -> Self {
+        self.info.flags |= kRFFIFieldFlagBitMaskSEqHashDefSimple;
         self
     }
     /// Compared structurally by identity (the same object), not by contents.

@@ -289,7 +289,7 @@ impl Equal {
             let (a, b) = (read_field(lo, f)?, read_field(ro, f)?);
             let equal = if f.flags & kRFFIFieldFlagBitMaskSEqHashIdentity != 0 {
                 identical(&a.view(), &b.view())
-            } else if f.flags & kRFFIFieldFlagBitMaskSEqHashDef != 0 {
+            } else if f.flags & super::DEF_SITE != 0 {
                 let outer = core::mem::replace(&mut self.free_vars, true);
                 let equal = self.any(&a.view(), &b.view());
                 self.free_vars = outer;

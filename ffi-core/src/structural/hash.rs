@@ -330,7 +330,7 @@ impl Hasher {
                     Class::Pod | Class::Str | Class::Bytes => self.any(&x.view())?,
                     _ => H::plain(mix(x.type_index() as u64, addr(&x.view()) as u64)),
                 }
-            } else if structural && f.flags & kRFFIFieldFlagBitMaskSEqHashDef != 0 {
+            } else if structural && f.flags & super::DEF_SITE != 0 {
                 let outer = core::mem::replace(&mut self.free_vars, true);
                 let h = self.any(&x.view());
                 self.free_vars = outer;

@@ -38,6 +38,8 @@ mod path;
 mod rebuild;
 mod repr;
 mod tensor;
+mod traverse;
+mod traverse_api;
 
 pub use compare::{
     recursive_compare, recursive_eq, recursive_ge, recursive_gt, recursive_le, recursive_lt,
@@ -49,6 +51,11 @@ pub use hash::{recursive_hash, structural_hash};
 pub use json::{from_json_graph, to_json_graph};
 pub use path::{AccessKind, AccessPath, AccessStep};
 pub use repr::repr_print;
+pub use traverse::{Callback, Order, Style, Traversal};
+pub use traverse_api::{
+    structural_map, structural_mutate, structural_visit, structural_walk, StructuralKey,
+    VisitInterrupt,
+};
 
 use crate::abi::*;
 use crate::any::AnyView;
@@ -57,6 +64,10 @@ use crate::reflection::all_fields;
 use crate::type_registry::type_info;
 use rustc_hash::FxHashMap;
 use std::rc::Rc;
+
+/// The field flags of a definition site (pattern or simple): where equality maps variables.
+pub(crate) const DEF_SITE: i64 =
+    kRFFIFieldFlagBitMaskSEqHashDef | kRFFIFieldFlagBitMaskSEqHashDefSimple;
 
 /// Options of structural equality and hashing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
