@@ -158,6 +158,15 @@ static void test_extend_rust_type(void) {
   CHECK(RFFIObjectCallMethod(obj, &sum, NULL, 0, &r) == 0 && r.v.v_int64 == 4); /* x + y(0) */
   memset(&v, 0, sizeof(v));
   CHECK(RFFIObjectGetField(obj, &tag, &v) == 0 && v.v.v_int64 == 9);
+  /* The Rust field's own setter refuses a float for an int, naming the field. */
+  {
+    RFFIByteArray y = ba_of("y");
+    memset(&v, 0, sizeof(v));
+    v.type_index = kRFFIFloat;
+    v.v.v_float64 = 1.5;
+    CHECK(RFFIObjectSetField(obj, &y, &v) == -1);
+    expect_error("TypeError", "cannot set field `y` of `c_ext.TaggedPoint`: expected int, got float");
+  }
   CHECK(RFFIObjectDecRef(obj) == 0);
   /* Without a value for `x` (no default) the Rust constructor cannot run. */
   CHECK(RFFIObjectCreate(ti, &obj) == -1);
