@@ -95,7 +95,8 @@ python-test: check-tools
 kernels-test: python-test
 	$(TARGET_DIR)/py-venv/bin/python -m pip install -q nvidia-cuda-nvrtc-cu12
 	$(CARGO) build --release -p rffi-kernels-plugin
-	$(TARGET_DIR)/py-venv/bin/ruff check --config ffi-python/pyproject.toml kernels/python kernels/tests kernels/benches bench/gpu
+	$(TARGET_DIR)/py-venv/bin/ruff check --config ffi-python/pyproject.toml kernels/python kernels/tests kernels/benches bench/gpu \
+	    kernels/cuda/check
 	RFFI_KERNELS_PLUGIN=$(LIB_RELEASE)/librffi_kernels_plugin.so PYTHONPATH=kernels/python \
 	    $(TARGET_DIR)/py-venv/bin/python -m pytest -q -p no:cacheprovider kernels/tests/python
 
@@ -116,7 +117,7 @@ fuzz-setup:
 	fuzz/setup.sh
 
 ## Each fuzz target for FUZZ_SECONDS (or FUZZ_RUNS executions), then its corpus under
-## AddressSanitizer. FUZZ_TARGETS picks targets (default: all five).
+## AddressSanitizer. FUZZ_TARGETS picks targets (default: all seven).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: fuzz-setup

@@ -301,7 +301,24 @@ def reductions(s):
         lambda x, o: torch.argmax(x, -1, out=o),
         x,
         torch.empty(65536, device="cuda", dtype=torch.int64),
-        None,
+        lambda x: torch.argmax(x, -1),
+        0,
+    )
+    # Ties (few distinct values), a NaN in every seventh row, -0 and +0, odd row length.
+    xt = torch.randint(-3, 3, (8192, 1001), device="cuda").to(torch.float16)
+    xt[::7, 500] = float("nan")
+    xt[1::7] = 0.0
+    xt[1::7, 3] = -0.0
+    reduce_case(
+        s,
+        "argmax f16",
+        "8192 x 1001 ties, NaN",
+        lambda x, o: K.argmax(x, -1, False, o),
+        lambda x, o: torch.argmax(x, -1, out=o),
+        xt,
+        torch.empty(8192, device="cuda", dtype=torch.int64),
+        lambda x: torch.argmax(x, -1),
+        0,
     )
     reduce_case(
         s,
@@ -344,6 +361,7 @@ def norms(s):
         (16384, 8192, torch.bfloat16),
         (32768, 4096, torch.float32),
         (32768, 4097, torch.bfloat16),
+        (1001, 2048, torch.bfloat16),
         (4096, 65536, torch.bfloat16),
     ]:
         x = torch.randn(rows, n, device="cuda", dtype=dt)

@@ -3,7 +3,8 @@
 `ONLY` naming the parts of `bench/gpu/shapes.py` it concerns. `kernels/tests/gpu/run.sh` runs the
 suite once more per variant, so one device run compares the defaults with the alternatives.
 
-    python3 bench/gpu/variants.py .devkern
+    python3 bench/gpu/variants.py .devkern                          # every variant
+    python3 bench/gpu/variants.py .devkern norm-tile argmax-key       # only these
 """
 
 from __future__ import annotations
@@ -53,14 +54,32 @@ VARIANTS = {
     "softmax-tiles-1024": ("softmax", "softmax", softmax_with(tile_max=1024)),
     # Column reductions a thread per pack of outputs (no row slices merged in shared memory).
     "reduce-cols-vec": ("reductions", "reduce", [dict(REDUCE, cols_tile=0)]),
+    # Softmax tiles computed in quads of 4 elements (softmax_tileq_G_N: 8-byte shared accesses
+    # for 16-bit types, int indices, one NaN-propagating max an element), 8 / 16 / 32 elements a
+    # lane, for rows of a multiple of 4 elements that the tiles take.
+    "softmax-tileq-8": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=8)),
+    "softmax-tileq-16": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=16)),
+    "softmax-tileq-32": ("softmax", "softmax", softmax_with(tile_quads=1, tile_quad_elems=32)),
+    # Normalization rows of 64 to 1024 aligned packs through norm_tile: several rows a block of
+    # 8 warps, the next rows prefetched into shared memory (cp.async) while these are computed,
+    # weight and bias in registers once per block; 2 or 3 blocks an SM.
+    "norm-tile": ("norms", "norm", [dict(c, tile=1) for c in NORM]),
+    "norm-tile-3": ("norms", "norm", [dict(c, tile=1, tile_blocks_per_sm=3) for c in NORM]),
+    # argmax of 16-bit rows by one unsigned key an element (argmax_rows_key8).
+    "argmax-key": ("reductions", "reduce", [dict(REDUCE, argmax_key=1)]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }
 
 
 def main():
-    out = sys.argv[1]
+    out, wanted = sys.argv[1], sys.argv[2:]
+    unknown = [n for n in wanted if n not in VARIANTS]
+    if unknown:
+        sys.exit(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     for name, (only, key, configs) in VARIANTS.items():
+        if wanted and name not in wanted:
+            continue
         d = os.path.join(out, f"tune-{name}", "cuda")
         os.makedirs(d, exist_ok=True)
         for f in ("default.json", "sm_90.json"):

@@ -220,7 +220,7 @@ def py_class(
         if init and "__init__" not in ns:
             new.__init__ = make_init(new, all_fields, index)
         elif "__init__" in ns:  # the class's own: it runs on an object with default fields
-            new.__init__ = with_allocation(ns["__init__"])
+            new.__init__ = with_allocation(ns["__init__"], all_fields)
         add_dataclass_methods(
             new,
             all_fields,

@@ -141,25 +141,37 @@ impl From<OpaquePtr> for Any {
     }
 }
 
-// A string names a device ("cuda:1", "cpu"), as a string names a DataType.
+/// A value held in the cell as `index` (read and checked by `cell`, called only for that index)
+/// or named by a string (`parse`): a string names a device ("cuda:1", "cpu") as it names a
+/// DataType ("float32"). A byte array names nothing.
+fn from_cell_or_name<T: FromAny>(
+    v: &AnyView<'_>,
+    index: i32,
+    cell: impl FnOnce(&RFFIAny) -> Result<T, String>,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<T, TypeMismatch> {
+    if v.0.type_index == index {
+        cell(&v.0)
+    } else {
+        match str_bytes_of(v) {
+            Some(b) if v.0.type_index != kRFFIByteArrayPtr => core::str::from_utf8(b)
+                .map_err(|_| "invalid UTF-8".to_owned())
+                .and_then(parse),
+            _ => return Err(mismatch::<T>(v)),
+        }
+    }
+    .map_err(|e| TypeMismatch {
+        expected: T::EXPECTED,
+        actual: e,
+    })
+}
+
 impl FromAny for Device {
     const EXPECTED: &'static str = "Device";
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
-        match v.0.type_index {
-            // SAFETY: Device keeps its value in v_device.
-            kRFFIDevice => Device::from_raw(unsafe { v.0.v.v_device }),
-            _ => match str_bytes_of(v) {
-                Some(b) if v.0.type_index != kRFFIByteArrayPtr => {
-                    let s = core::str::from_utf8(b).map_err(|_| "invalid UTF-8".to_owned());
-                    s.and_then(Device::parse)
-                }
-                _ => return Err(mismatch::<Self>(v)),
-            },
-        }
-        .map_err(|e| TypeMismatch {
-            expected: "Device",
-            actual: e,
-        })
+        // SAFETY: called for a Device value, which keeps its value in v_device.
+        let cell = |raw: &RFFIAny| Device::from_raw(unsafe { raw.v.v_device });
+        from_cell_or_name(v, kRFFIDevice, cell, Device::parse)
     }
 }
 
@@ -172,21 +184,9 @@ impl From<Device> for Any {
 impl FromAny for DataType {
     const EXPECTED: &'static str = "DataType";
     fn from_any(v: &AnyView<'_>) -> Result<Self, TypeMismatch> {
-        match v.0.type_index {
-            // SAFETY: DataType keeps its value in v_dtype.
-            kRFFIDataType => DataType::from_raw(unsafe { v.0.v.v_dtype }),
-            _ => match str_bytes_of(v) {
-                Some(b) if v.0.type_index != kRFFIByteArrayPtr => {
-                    let s = core::str::from_utf8(b).map_err(|_| "invalid UTF-8".to_owned());
-                    s.and_then(DataType::parse)
-                }
-                _ => return Err(mismatch::<Self>(v)),
-            },
-        }
-        .map_err(|e| TypeMismatch {
-            expected: "DataType",
-            actual: e,
-        })
+        // SAFETY: called for a DataType value, which keeps its value in v_dtype.
+        let cell = |raw: &RFFIAny| DataType::from_raw(unsafe { raw.v.v_dtype });
+        from_cell_or_name(v, kRFFIDataType, cell, DataType::parse)
     }
 }
 

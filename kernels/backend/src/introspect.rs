@@ -82,15 +82,8 @@ impl Registry {
                     Ok(i) => json!(i.len()),
                     Err(why) => json!(why),
                 };
-                let unsupported: serde_json::Map<String, Value> = b
-                    .unsupported
-                    .iter()
-                    .chain(
-                        e.availability()
-                            .as_ref()
-                            .map(|a| a.unsupported.as_slice())
-                            .unwrap_or(&[]),
-                    )
+                let unsupported: serde_json::Map<String, Value> = e
+                    .unsupported()
                     .map(|(op, why)| (op.name().to_owned(), json!(why)))
                     .collect();
                 json!({

@@ -55,6 +55,10 @@ __device__ __forceinline__ double __shfl_xor_sync(unsigned mask, double v, int l
   return __longlong_as_double(__shfl_xor_sync(mask, __double_as_longlong(v), lane, width));
 }
 #undef RFFI_SHFL_C
+#if __CUDA_ARCH__ >= 800
+__device__ __forceinline__ unsigned int __reduce_max_sync(unsigned mask, unsigned int v) { return __nvvm_redux_sync_umax(v, mask); }
+#endif
+
 
 // Fast float math (what CUDA's intrinsics compile to).
 __device__ __forceinline__ float __expf(float x) { return __nvvm_ex2_approx_f(x * 1.4426950408889634f); }

@@ -3,7 +3,7 @@
 
 use super::Registry;
 use crate::op::{self, Op};
-use crate::settings::{self, ScopeGuard, ScopeSettings};
+use crate::settings::{self, ApiSettings, ScopeGuard, ScopeSettings};
 use rffi_core::{Error, Result};
 
 impl Registry {
@@ -13,8 +13,7 @@ impl Registry {
         if let Some(n) = name {
             self.check_backend_name(n, "set_backend")?;
         }
-        self.api.write().unwrap_or_else(|e| e.into_inner()).backend = name.map(str::to_owned);
-        self.settings_changed();
+        self.change_api(|api| api.backend = name.map(str::to_owned));
         Ok(())
     }
 
@@ -23,8 +22,7 @@ impl Registry {
         let set = ops
             .map(|o| op::OpSet::from_ops(o.iter().copied(), "set_disabled"))
             .transpose()?;
-        self.api.write().unwrap_or_else(|e| e.into_inner()).disabled = set;
-        self.settings_changed();
+        self.change_api(|api| api.disabled = set);
         Ok(())
     }
 
@@ -33,9 +31,14 @@ impl Registry {
         let set = ops
             .map(|o| op::OpSet::from_ops(o.iter().copied(), "set_only"))
             .transpose()?;
-        self.api.write().unwrap_or_else(|e| e.into_inner()).only = set;
-        self.settings_changed();
+        self.change_api(|api| api.only = set);
         Ok(())
+    }
+
+    /// Changes the process-wide settings; resolutions cached before are stale.
+    fn change_api(&self, change: impl FnOnce(&mut ApiSettings)) {
+        change(&mut self.api.write().unwrap_or_else(|e| e.into_inner()));
+        self.settings_changed();
     }
 
     /// Starts a scope on this thread: `reg.scope().disable(&["add"])?.enter()`. The settings in

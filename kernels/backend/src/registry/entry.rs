@@ -81,19 +81,21 @@ impl Entry {
         self.backend.device_types.contains(&device_type)
     }
 
+    /// The ops the backend does not support, and why: those it declares, then those its probe
+    /// found.
+    pub(crate) fn unsupported(&self) -> impl Iterator<Item = &(Op, String)> {
+        let probed = self
+            .availability()
+            .as_ref()
+            .map(|a| a.unsupported.as_slice())
+            .unwrap_or(&[]);
+        self.backend.unsupported.iter().chain(probed)
+    }
+
     pub(crate) fn unsupported_reason(&self, op: Op) -> Option<String> {
-        let declared = self
-            .backend
-            .unsupported
-            .iter()
-            .chain(
-                self.availability()
-                    .as_ref()
-                    .map(|a| a.unsupported.as_slice())
-                    .unwrap_or(&[]),
-            )
-            .find(|(o, _)| *o == op);
-        declared.map(|(_, why)| why.clone())
+        self.unsupported()
+            .find(|(o, _)| *o == op)
+            .map(|(_, why)| why.clone())
     }
 
     /// Applies the backend's device guard for `device`, if it has one; what it changed comes

@@ -81,6 +81,18 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
+// Groups of copies: commit closes this thread's group; cp_async_wait<N> waits until at most N of
+// its latest groups are in flight (a pipeline keeps the next group going while it uses one).
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+#endif
+}
 
 template <typename A> __device__ __forceinline__ A warp_sum(A v, int width = 32) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

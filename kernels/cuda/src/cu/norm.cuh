@@ -7,6 +7,8 @@
 // - norm_block_PK: a block per row (up to 1024 threads), PK packs a thread (aligned rows of
 //   whole packs, weight and bias as packs); norm_block_any_PK: the same for rows contiguous at
 //   one alignment phase in x and out (any length) and any weight;
+// - norm_tile: rows of up to 8 warps' packs, several a block, the next rows prefetched into shared
+//   memory while these are computed (aligned rows of whole packs, weight and bias as packs);
 // - norm_rows: a block per row, any length and strides (the row read twice).
 
 
@@ -160,6 +162,107 @@ template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64
   }
 }
 
+// Rows of up to 8 warps' 4 packs a lane (bfloat16: 8192 elements) in blocks of 8 warps, `wr`
+// warps a row and 8 / wr rows a pass, persistent over the passes. The next pass's packs are
+// copied into shared memory (cp.async) while this pass's are reduced and written: two stages of
+// 16 KiB, so each block keeps a pass of loads in flight through its own arithmetic and
+// barriers. Each thread reads back only the packs it copied itself, so a stage needs no
+// barrier; the cross-warp sums of a row take two when wr > 1. A thread's columns are the same in
+// every row, so weight and bias (packs, or absent) are read into registers once per block.
+// Aligned rows of whole packs; statistics exact in two passes over the registers.
+#define NT_PK 4
+template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr) {
+  __shared__ __align__(16) Pack stage[2][NT_PK * 256];
+  // Cross-warp sums by pass parity: a warp writes the next pass's before a slower one of its row
+  // has read this pass's (rms_norm has one barrier a pass).
+  __shared__ C red[2][2][8];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int per = 8 / wr, g = warp / wr, wi = warp - g * wr;
+  const i64 nv = len / VEC, passes = (rows + per - 1) / per;
+  const i64 k0 = wi * 32 + lane, step = 32 * wr;
+  const Pack* w = (const Pack*)pw; const Pack* b = (const Pack*)pb;
+  Pack wq[NT_PK], bq[NT_PK];
+  _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+    const i64 k = k0 + j * step;
+    if (w && k < nv) wq[j] = w[k];
+    if (b && k < nv) bq[j] = b[k];
+  }
+  // This thread's packs of pass t into stage s (slot j * 256 + thread: a warp's 16-byte
+  // accesses are 512 contiguous bytes), then the group is closed (empty past the last pass).
+  auto fetch = [&](i64 t, int s) {
+    const i64 r = t * per + g;
+    if (t < passes && r < rows) {
+      i64 ox, oo; row_start(L, r, ox, oo);
+      const Pack* x = (const Pack*)((const T*)px + ox);
+      _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+        const i64 k = k0 + j * step;
+        if (k < nv) cp_async16(&stage[s][j * 256 + threadIdx.x], x + k);
+      }
+    }
+    cp_async_commit();
+  };
+  int s = 0;
+  fetch(blockIdx.x, 0);
+  for (i64 t = blockIdx.x; t < passes; t += gridDim.x, s ^= 1) {
+    fetch(t + gridDim.x, s ^ 1);
+    cp_async_wait<1>();
+    const i64 r = t * per + g;
+    const bool live = r < rows;
+    // The packs stay in shared memory, read again by each pass over them (the registers hold
+    // weight and bias).
+    const Pack* v = &stage[s][threadIdx.x];
+    C sum = 0;
+    _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+      if (!live || k0 + j * step >= nv) continue;
+      const Pack q = v[j * 256];
+      _Pragma("unroll") for (int e = 0; e < VEC; ++e) sum += ld(q.v[e]);
+    }
+    C mean = 0;
+    if (OPK == 0) {
+      sum = warp_sum(sum);
+      if (wr > 1) {
+        if (lane == 0) red[s][0][warp] = sum;
+        __syncthreads();
+        sum = 0;
+        for (int i = 0; i < wr; ++i) sum += red[s][0][g * wr + i];
+      }
+      mean = sum / (C)len;
+    }
+    C q2 = 0;
+    _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+      if (!live || k0 + j * step >= nv) continue;
+      const Pack q = v[j * 256];
+      _Pragma("unroll") for (int e = 0; e < VEC; ++e) { C d = ld(q.v[e]) - mean; q2 += d * d; }
+    }
+    q2 = warp_sum(q2);
+    if (wr > 1) {
+      if (lane == 0) red[s][1][warp] = q2;
+      __syncthreads();
+      q2 = 0;
+      for (int i = 0; i < wr; ++i) q2 += red[s][1][g * wr + i];
+    }
+    const C rstd = RSQRT(q2 / (C)len + (C)eps);
+    if (live) {
+      i64 ox, oo; row_start(L, r, ox, oo);
+      Pack* o = (Pack*)((T*)po + oo);
+      _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+        const i64 k = k0 + j * step;
+        if (k >= nv) continue;
+        const Pack x = v[j * 256];
+        Pack q;
+        _Pragma("unroll") for (int e = 0; e < VEC; ++e) {
+          C z = (ld(x.v[e]) - mean) * rstd;
+          if (w) z *= ld(wq[j].v[e]);
+          if (b) z += ld(bq[j].v[e]);
+          q.v[e] = st(z);
+        }
+        st_stream(o + k, *(const U4*)&q);
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
 #define NORM_ARGS u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, i64 sw, i64 sb, int wvec
 #define NORM_PASS px, po, pw, pb, rows, len, L, eps, sw, sb, wvec
 // Bounds: the warp variants launch 256 threads, the block variants up to 1024; they keep 64
@@ -175,6 +278,7 @@ extern "C" __global__ void __launch_bounds__(1024) NAME##_block_8(NORM_ARGS) { n
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_1(NORM_ARGS) { norm_block<1, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_2(NORM_ARGS) { norm_block<2, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_4(NORM_ARGS) { norm_block<4, OPK, 1>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { norm_tile<OPK>(px, po, pw, pb, rows, len, L, eps, wr); } \
 extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb, int vec) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb, vec); }
 NORM_VARIANTS(layer_norm, 0)
 NORM_VARIANTS(rms_norm, 1)

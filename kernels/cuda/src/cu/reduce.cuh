@@ -348,4 +348,59 @@ REDUCE_OP(max, 2)
 REDUCE_OP(min, 3)
 #else
 REDUCE_OP(argmax, 4)
+
+// argmax of 16-bit float rows of at most 65536 elements, contiguous (one run, one chunk), a warp
+// a row: each element becomes one unsigned key, (order << 16) | (65535 - index), and the row's
+// argmax is the largest key: one maximum an element instead of a compare-and-select of a
+// (value, index) pair, and one redux.sync for the warp. The order of the 16 bits: IEEE formats
+// are sign-magnitude, so positives map above negatives by flipping; -0 ties +0; NaN is above
+// everything (and the first NaN wins, as among equal values the first). U packs a lane in
+// flight per step. Other dtypes never run it (the planner), and trap if they do.
+__device__ __forceinline__ u32 umax32(u32 a, u32 b) { return a > b ? a : b; }
+__device__ __forceinline__ u32 argmax_key(T v, i64 i) {
+  u32 order;
+  if constexpr (sizeof(T) == 2) {
+    const u32 bits = (u32)v, mag = bits & 0x7fffu;
+    order = ld(v) != ld(v) ? 0xffffu : ((bits & 0x8000u) && mag ? 0x7fffu - mag : 0x8000u | mag);
+  } else {
+    order = 0;
+  }
+  return (order << 16) | (u32)(0xffff - i);
+}
+
+template <int U> __device__ __forceinline__ void argmax_rows_key(u64 px, u64 po, const RLay& L, i64 items, i64 count) {
+  if (sizeof(T) != 2) { asm volatile("trap;"); return; }
+  const int lane = threadIdx.x & 31;
+  const i64 per = blockDim.x >> 5;
+  for (i64 w = (i64)blockIdx.x * per + (threadIdx.x >> 5); w < items; w += (i64)gridDim.x * per) {
+    i64 ox, oo; kept_offsets(L, w, ox, oo);
+    const T* x = (const T*)px + ox;
+    u32 best = 0;
+    const i64 head = peel(x, 0, count), np = (count - head) / VEC;
+    for (i64 k = lane; k < head; k += 32) best = umax32(best, argmax_key(x[k], k));
+    const Pack* pp = (const Pack*)(x + head);
+    i64 k = lane;
+    for (; k + (U - 1) * 32 < np; k += U * 32) {
+      Pack q[U];
+      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * 32];
+      _Pragma("unroll") for (int u = 0; u < U; ++u) {
+        const i64 i0 = head + (k + u * 32) * VEC;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q[u].v[j], i0 + j));
+      }
+    }
+    for (; k < np; k += 32) {
+      const Pack q = pp[k];
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q.v[j], head + k * VEC + j));
+    }
+    for (i64 t = head + np * VEC + lane; t < count; t += 32) best = umax32(best, argmax_key(x[t], t));
+#if __CUDA_ARCH__ >= 800
+    best = __reduce_max_sync(0xffffffffu, best);
+#else
+    for (int o = 16; o > 0; o >>= 1) best = umax32(best, __shfl_xor_sync(0xffffffffu, best, o));
+#endif
+    if (lane == 0) ((i64*)po)[oo] = 0xffff - (i64)(best & 0xffffu);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) argmax_rows_key8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows_key<8>(px, po, L, items, count); }
 #endif

@@ -287,11 +287,60 @@ SOFTMAX_BLOCK(8)
 // past a 16-byte boundary), so whole packs of x land on whole packs of the tile.
 // Tiles of TB bytes: 32 KiB with 256 threads (`softmax_tile_G_N`), or 16 KiB with 128
 // threads (`softmax_tileh_G_N`: twice the blocks an SM, each phase of a tile half as long).
-template <int G, int N, int TB> __device__ __forceinline__ void softmax_tile(u64 px, u64 po, i64 rows, i64 len, i64 R) {
+// 4 elements (8 bytes for 16-bit types, 16 for float32), the unit of the quad tiles.
+struct __align__(4 * sizeof(T)) Quad { T v[4]; };
+
+// NaN-propagating maximum (one instruction from sm_80).
+__device__ __forceinline__ C max_nan(C a, C b) {
+#if __CUDA_ARCH__ >= 800 && !IS_F64
+  C r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+#else
+  return a > b || a != a ? a : b;
+#endif
+}
+
+// The rows of a staged tile (`softmax_tileq_G_N`): G lanes a row, N quads a lane, rows of whole
+// quads starting on quad boundaries in shared memory (len % 4 == 0, x and out aligned to 4
+// elements). Per element: a quarter of a shared load and of a store, one maximum, one
+// exponential, one add, one multiply and the conversions, with int indices; the scalar tiles
+// spend a load, a store, a NaN test and 64-bit index arithmetic on each.
+template <int G, int N> __device__ __forceinline__ void tile_rows_quad(T* rows0, int nr, int len) {
+  const int lane = threadIdx.x & (G - 1), per = blockDim.x / G, first = threadIdx.x / G, nq = len / 4;
+  for (int i0 = 0; i0 < nr; i0 += per) {
+    const int i = i0 + first;
+    const bool live = i < nr;
+    Quad* row = (Quad*)(rows0 + (live ? i : 0) * len);
+    C v[N][4], m = NEG_INF;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      const int k = lane + j * G;
+      if (live && k < nq) {
+        const Quad q = row[k];
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) { v[j][e] = ld(q.v[e]); m = max_nan(m, v[j][e]); }
+      }
+    }
+    m = warp_max(m, G);
+    C s = 0;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      const bool ok = live && lane + j * G < nq;
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) { v[j][e] = ok ? FEXP(v[j][e] - m) : (C)0; s += v[j][e]; }
+    }
+    s = warp_sum(s, G);
+    const C inv = (C)1 / s;
+    _Pragma("unroll") for (int j = 0; j < N; ++j) {
+      const int k = lane + j * G;
+      if (live && k < nq) {
+        Quad q;
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) q.v[e] = st(v[j][e] * inv);
+        row[k] = q;
+      }
+    }
+  }
+}
+
+template <int G, int N, int TB, int Q> __device__ __forceinline__ void softmax_tile(u64 px, u64 po, i64 rows, i64 len, i64 R) {
   __shared__ __align__(16) T sh[TB / (int)sizeof(T) + VEC];
   const T* x = (const T*)px; T* o = (T*)po;
   const i64 tiles = (rows + R - 1) / R;
-  const int lane = threadIdx.x & (G - 1), per = blockDim.x / G, first = threadIdx.x / G;
   for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
     const i64 r0 = t * R, nr = rows - r0 < R ? rows - r0 : R;
     const i64 e0 = r0 * len, e1 = e0 + nr * len;
@@ -306,28 +355,32 @@ template <int G, int N, int TB> __device__ __forceinline__ void softmax_tile(u64
       cp_async_wait_all();
     }
     __syncthreads();
-    for (i64 i0 = 0; i0 < nr; i0 += per) {
-      const i64 i = i0 + first;
-      const bool live = i < nr;
-      T* row = sh + mis + (live ? i : 0) * len;
-      C v[N], m = NEG_INF;
-      _Pragma("unroll") for (int j = 0; j < N; ++j) {
-        const i64 k = lane + j * G;
-        v[j] = (live && k < len) ? ld(row[k]) : NEG_INF;
-        m = v[j] > m || v[j] != v[j] ? v[j] : m;
-      }
-      m = warp_max(m, G);
-      C s = 0;
-      _Pragma("unroll") for (int j = 0; j < N; ++j) {
-        const i64 k = lane + j * G;
-        v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
-        s += v[j];
-      }
-      s = warp_sum(s, G);
-      const C inv = (C)1 / s;
-      _Pragma("unroll") for (int j = 0; j < N; ++j) {
-        const i64 k = lane + j * G;
-        if (live && k < len) row[k] = st(v[j] * inv);
+    if (Q == 4) tile_rows_quad<G, N>(sh + mis, (int)nr, (int)len);
+    else {
+      const int lane = threadIdx.x & (G - 1), per = blockDim.x / G, first = threadIdx.x / G;
+      for (i64 i0 = 0; i0 < nr; i0 += per) {
+        const i64 i = i0 + first;
+        const bool live = i < nr;
+        T* row = sh + mis + (live ? i : 0) * len;
+        C v[N], m = NEG_INF;
+        _Pragma("unroll") for (int j = 0; j < N; ++j) {
+          const i64 k = lane + j * G;
+          v[j] = (live && k < len) ? ld(row[k]) : NEG_INF;
+          m = v[j] > m || v[j] != v[j] ? v[j] : m;
+        }
+        m = warp_max(m, G);
+        C s = 0;
+        _Pragma("unroll") for (int j = 0; j < N; ++j) {
+          const i64 k = lane + j * G;
+          v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
+          s += v[j];
+        }
+        s = warp_sum(s, G);
+        const C inv = (C)1 / s;
+        _Pragma("unroll") for (int j = 0; j < N; ++j) {
+          const i64 k = lane + j * G;
+          if (live && k < len) row[k] = st(v[j] * inv);
+        }
       }
     }
     __syncthreads();
@@ -346,8 +399,8 @@ template <int G, int N, int TB> __device__ __forceinline__ void softmax_tile(u64
 }
 
 #define SOFTMAX_TILE(G, N) \
-extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 32768>(px, po, rows, len, R); } \
-extern "C" __global__ void __launch_bounds__(128) softmax_tileh_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384>(px, po, rows, len, R); }
+extern "C" __global__ void __launch_bounds__(256) softmax_tile_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 32768, 1>(px, po, rows, len, R); } \
+extern "C" __global__ void __launch_bounds__(128) softmax_tileh_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384, 1>(px, po, rows, len, R); }
 SOFTMAX_TILE(1, 2)
 SOFTMAX_TILE(1, 4)
 SOFTMAX_TILE(1, 8)
@@ -358,3 +411,25 @@ SOFTMAX_TILE(16, 8)
 SOFTMAX_TILE(32, 8)
 SOFTMAX_TILE(32, 16)
 SOFTMAX_TILE(32, 32)
+
+// Quad tiles (16 KiB, 128 threads): G lanes a row, N quads a lane.
+#define SOFTMAX_TILEQ(G, N) \
+extern "C" __global__ void __launch_bounds__(128) softmax_tileq_##G##_##N(u64 px, u64 po, i64 rows, i64 len, i64 R) { softmax_tile<G, N, 16384, 4>(px, po, rows, len, R); }
+SOFTMAX_TILEQ(1, 2)
+SOFTMAX_TILEQ(1, 4)
+SOFTMAX_TILEQ(1, 8)
+SOFTMAX_TILEQ(2, 2)
+SOFTMAX_TILEQ(2, 4)
+SOFTMAX_TILEQ(2, 8)
+SOFTMAX_TILEQ(4, 2)
+SOFTMAX_TILEQ(4, 4)
+SOFTMAX_TILEQ(4, 8)
+SOFTMAX_TILEQ(8, 2)
+SOFTMAX_TILEQ(8, 4)
+SOFTMAX_TILEQ(8, 8)
+SOFTMAX_TILEQ(16, 2)
+SOFTMAX_TILEQ(16, 4)
+SOFTMAX_TILEQ(16, 8)
+SOFTMAX_TILEQ(32, 2)
+SOFTMAX_TILEQ(32, 4)
+SOFTMAX_TILEQ(32, 8)

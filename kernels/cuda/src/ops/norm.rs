@@ -31,6 +31,17 @@ pub enum Kind {
     Packed,
     /// `(x, out, w, b, rows, len, sx, so, L, eps, sw, sb, vec)`.
     Rows,
+    /// `norm_tile`: `(x, out, w, b, rows, len, L, eps, wr)`, wr warps a row.
+    Tile(i32),
+}
+
+/// The tile variants' kernels.
+fn tile_name(op: Op) -> &'static str {
+    match op {
+        Op::LayerNorm => "layer_norm_tile",
+        Op::RmsNorm => "rms_norm_tile",
+        op => unreachable!("{op} is not a normalization"),
+    }
 }
 
 fn names(op: Op) -> [&'static str; 11] {
@@ -62,13 +73,39 @@ fn names(op: Op) -> [&'static str; 11] {
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
     v.extend(names(Op::RmsNorm));
+    v.extend([tile_name(Op::LayerNorm), tile_name(Op::RmsNorm)]);
     v
 }
 
-pub fn plan(op: Op, c: &Class, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
+pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
     let k = names(op);
     let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
     let nv = len / v;
+    // A candidate, chosen only where a config sets `tile` (none does until a device run shows it
+    // faster): aligned rows of whole packs with weight and bias as packs, 64 to 1024 packs
+    // (bfloat16: 512 to 8192 elements), a warp per 128 packs.
+    if tuned.get("tile", 0) != 0
+        && c.aligned_rows
+        && len % v == 0
+        && c.wvec
+        && (64..=1024).contains(&nv)
+    {
+        let wr = (nv.cdiv(128) as u64).next_power_of_two() as i64;
+        let per = 8 / wr;
+        let passes = (rows as i64).cdiv(per) as u64;
+        let grid = passes.min((sms * tuned.get("tile_blocks_per_sm", 2).max(1)) as u64);
+        let why = format!(
+            "rows of {len} = {nv} aligned packs: {wr} warp{} a row, {per} row{} a pass, the next \
+             pass prefetched into shared memory (tile)",
+            if wr == 1 { "" } else { "s" },
+            if per == 1 { "" } else { "s" }
+        );
+        return (
+            Kind::Tile(wr as i32),
+            Launch::new(tile_name(op), grid, 256),
+            why,
+        );
+    }
     if c.aligned_rows && len % v == 0 && nv <= 32 * 4 {
         let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
         let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
@@ -160,7 +197,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
         ("sms", sms(call)?),
     ];
     let tuned = Tuned::select(&call.tune, "norm", &vars)?;
-    let (kind, l, why) = plan(call.op, &c, &tuned);
+    let (kind, l, why) = plan(call.op, &c, sms(call)?, &tuned);
     Ok((c, kind, l, why, tuned.origin()))
 }
 
@@ -180,6 +217,23 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
     let v = dt(call)?.vec as i64;
     let mut vec = (sx == 1 && so == 1 && row_alignment(x, o, axis, v, true)) as i32;
     let f = function(call.device, call.dtype, Family::Norm, l.kernel)?;
+    if let Kind::Tile(wr) = kind {
+        let mut wr = wr;
+        let mut args = [
+            arg(&mut px),
+            arg(&mut po),
+            arg(&mut pw),
+            arg(&mut pb),
+            arg(&mut rows),
+            arg(&mut len),
+            arg(&mut lay),
+            arg(&mut eps),
+            arg(&mut wr),
+        ];
+        // SAFETY: the arguments match `norm_tile` (`cu/norm.cuh`); the plan checked that the
+        // rows are aligned whole packs of at most 1024 and weight and bias packs (or absent).
+        return unsafe { launch(f, l.grid, l.block, stream(call), &mut args) };
+    }
     let mut args: Vec<*mut c_void> = vec![
         arg(&mut px),
         arg(&mut po),
@@ -194,7 +248,7 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
     args.extend([arg(&mut lay), arg(&mut eps), arg(&mut sw), arg(&mut sb)]);
     match kind {
         Kind::Packed => args.push(arg(&mut wvec)),
-        Kind::Rows => args.push(arg(&mut vec)),
+        _ => args.push(arg(&mut vec)),
     }
     // SAFETY: the arguments match the kernel (`cu/norm.cuh`); x, out, weight and bias are the
     // tensors' elements (weight and bias of x's last-axis length, checked by the dispatcher),

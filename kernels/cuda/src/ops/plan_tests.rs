@@ -49,6 +49,7 @@ fn softmax_kernel_of(
         aligned_rows: aligned,
         contiguous: true,
         packed,
+        quad_aligned: false,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     match &p.write {
@@ -111,6 +112,8 @@ fn softmax_rows_back_to_back_use_tiles() {
         aligned_rows: true,
         contiguous: true,
         packed: true,
+        // The quad tiles could take these rows; no built-in config chooses them.
+        quad_aligned: true,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     // 81 rows fit; 80 are five whole rounds of 16 rows (16 lanes a row, 256 threads).
@@ -201,6 +204,7 @@ fn reduction_walk_per_shape_class() {
         rs,
         ks,
         col_pack: 1,
+        itemsize: 4,
     };
     // A full reduction of 256M elements: one output split over the SMs, then combined.
     let p = reduce_plan(&t, Op::Sum, class(1, 1 << 28, 1, None));
@@ -290,7 +294,7 @@ fn norm_and_elementwise_variants() {
             contiguous: aligned || len % vec != 0,
             wvec: true,
         };
-        let (_, l, _) = norm::plan(Op::LayerNorm, &c, &tuned);
+        let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
     assert_eq!(np(1024, 8, true), "layer_norm_warp_4 256");
@@ -412,6 +416,7 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            "tileq" => softmax_src.contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
             "tile" | "tileh" => {
                 softmax_src.contains(&format!("SOFTMAX_TILE({}, {})", parts[2], parts[3]))
                     && softmax_src.contains("void __launch_bounds__(256) softmax_tile_##G")

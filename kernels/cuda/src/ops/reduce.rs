@@ -50,6 +50,8 @@ pub struct Class {
     /// contiguous in x and a multiple of the pack long, every other stride a multiple of it, x
     /// aligned); 1 otherwise.
     pub col_pack: i64,
+    /// Bytes of an element (argmax's key variant takes 16-bit floats).
+    pub itemsize: i64,
 }
 
 /// The rows or columns walk, and the kernels it runs.
@@ -100,6 +102,10 @@ fn names(op: Op) -> [&'static str; 8] {
         op => unreachable!("{op} is not a reduction"),
     }
 }
+
+/// argmax of 16-bit rows by keys (`argmax_rows_key8` in `cu/reduce.cuh`, the argmax module only);
+/// it takes the rows kernels' arguments.
+pub const ARGMAX_KEY: &str = "argmax_rows_key8";
 
 /// Chooses the walk, the lanes per output and the chunks.
 pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
@@ -165,6 +171,29 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
                 } else {
                     String::new()
                 }
+            ),
+        };
+    }
+    // A candidate, chosen only where a config sets `argmax_key` (none does until a device run
+    // shows it faster): argmax of contiguous 16-bit rows of up to 65536 elements, enough rows for
+    // a warp each on every SM, one unsigned maximum an element.
+    if op == Op::Argmax
+        && tuned.get("argmax_key", 0) != 0
+        && c.itemsize == 2
+        && c.nr == 1
+        && c.rs == 1
+        && (1..=65536).contains(&count)
+        && nout >= 8 * sms
+    {
+        return Plan {
+            main: Launch::new(ARGMAX_KEY, (nout as u64).cdiv(8), 256),
+            combine: None,
+            chunks: 1,
+            chunk: count,
+            columns: false,
+            why: format!(
+                "{nout} contiguous 16-bit rows of {count} (at most 65536): a warp per row, each \
+                 element one unsigned key (order, index) and the row's argmax their maximum"
             ),
         };
     }
@@ -302,6 +331,7 @@ pub fn layout(call: &OpCall<'_>) -> Result<(RLay, Class)> {
         rs: rd.last().map_or(1, |d| d.1.abs()),
         ks: kd.last().map(|d| d.1.abs()),
         col_pack: if packs { v } else { 1 },
+        itemsize: x.dtype().bytes_per_element() as i64,
     };
     Ok((l, class))
 }

@@ -43,6 +43,28 @@ const TILE: [(i64, i64, &str, &str); 10] = [
     (32, 16, "softmax_tile_32_16", "softmax_tileh_32_16"),
     (32, 32, "softmax_tile_32_32", "softmax_tileh_32_32"),
 ];
+/// The quad tiles (16 KiB, 128 threads), a candidate chosen only where a config sets
+/// `tile_quads`: (lanes per row, quads of 4 elements a lane, kernel).
+const TILEQ: [(i64, i64, &str); 18] = [
+    (1, 2, "softmax_tileq_1_2"),
+    (1, 4, "softmax_tileq_1_4"),
+    (1, 8, "softmax_tileq_1_8"),
+    (2, 2, "softmax_tileq_2_2"),
+    (2, 4, "softmax_tileq_2_4"),
+    (2, 8, "softmax_tileq_2_8"),
+    (4, 2, "softmax_tileq_4_2"),
+    (4, 4, "softmax_tileq_4_4"),
+    (4, 8, "softmax_tileq_4_8"),
+    (8, 2, "softmax_tileq_8_2"),
+    (8, 4, "softmax_tileq_8_4"),
+    (8, 8, "softmax_tileq_8_8"),
+    (16, 2, "softmax_tileq_16_2"),
+    (16, 4, "softmax_tileq_16_4"),
+    (16, 8, "softmax_tileq_16_8"),
+    (32, 2, "softmax_tileq_32_2"),
+    (32, 4, "softmax_tileq_32_4"),
+    (32, 8, "softmax_tileq_32_8"),
+];
 /// Bytes of a tile (`TB` of the kernels; `tile_bytes` 16384 picks the half-size tiles).
 const TILE_BYTES: i64 = 32768;
 const WARP: [(i64, &str); 4] = [
@@ -62,6 +84,7 @@ const BLOCK: [(i64, &str); 4] = [
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = GROUP.iter().map(|g| g.2).collect();
     v.extend(TILE.iter().flat_map(|t| [t.2, t.3]));
+    v.extend(TILEQ.iter().map(|t| t.2));
     v.extend(WARP.iter().map(|w| w.1));
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend([
@@ -86,6 +109,9 @@ pub struct Class {
     /// Rows stored back to back in x and in out (row stride = len): a run of rows is one
     /// contiguous range.
     pub packed: bool,
+    /// x and out start on a boundary of 4 elements (with rows of a multiple of 4 elements, every
+    /// row does: the quad tiles).
+    pub quad_aligned: bool,
 }
 
 /// The parameter lists of the variants.
@@ -142,14 +168,40 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         (TILE_BYTES, 256)
     };
     let tile_max = tuned.get("tile_max", 1024).min(bytes / (16 / v) / 2);
-    if c.packed && (2..=tile_max).contains(&len) {
-        let g = pow2ceil(len.cdiv(8)).min(32);
-        let n = pow2ceil(len.cdiv(g)).max(2);
-        let e = TILE
-            .iter()
-            .find(|e| e.0 == g && e.1 == n)
-            .expect("every (G, N) for rows up to 1024");
-        let k = if half { e.3 } else { e.2 };
+    // The quad tiles: rows of whole quads (16- and 32-bit types), about `tile_quad_elems`
+    // elements a lane, 16 KiB with 128 threads.
+    let quads = tuned.get("tile_quads", 0) != 0
+        && c.quad_aligned
+        && len % 4 == 0
+        && v >= 4
+        && (4..=tuned.get("tile_max", 1024).min(1024)).contains(&len);
+    if c.packed && (quads || (2..=tile_max).contains(&len)) {
+        let (g, n, k, bytes, threads, unit) = if quads {
+            let per_lane = tuned.get("tile_quad_elems", 8).clamp(8, 32) / 4;
+            let nq = len / 4;
+            let g = pow2ceil(nq.cdiv(per_lane)).min(32);
+            let n = pow2ceil(nq.cdiv(g)).max(2);
+            let e = TILEQ
+                .iter()
+                .find(|e| e.0 == g && e.1 == n)
+                .expect("every (G, N) for rows up to 1024");
+            (g, n, e.2, TILE_BYTES / 2, 128, "quads of 4 elements")
+        } else {
+            let g = pow2ceil(len.cdiv(8)).min(32);
+            let n = pow2ceil(len.cdiv(g)).max(2);
+            let e = TILE
+                .iter()
+                .find(|e| e.0 == g && e.1 == n)
+                .expect("every (G, N) for rows up to 1024");
+            (
+                g,
+                n,
+                if half { e.3 } else { e.2 },
+                bytes,
+                threads,
+                "elements",
+            )
+        };
         let mut per = bytes / (16 / v) / len;
         // The block takes threads / g rows at a time: a tile of a whole number of those rounds
         // saves a last, mostly idle round (rows of 100 in float32: 80 rows in 5 rounds instead
@@ -168,7 +220,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
                 format!(
                     "rows of {len} stored back to back (up to tile_max = {tile_max}): tiles of \
                      {per} rows ({} KiB) staged in shared memory with 16-byte accesses, {g} \
-                     lane{} a row, {n} elements a lane",
+                     lane{} a row, {n} {unit} a lane",
                     bytes / 1024,
                     if g == 1 { "" } else { "s" }
                 ),
@@ -316,6 +368,8 @@ fn plan_call(call: &OpCall<'_>) -> Result<Call> {
     let axis = call.axes.first().copied();
     let (lay, rows, len, sx, so) = rows_of(x, o, axis)?;
     let v = dt(call)?.vec as i64;
+    // Bytes of 4 elements (the quad tiles' unit).
+    let quad = 4 * dt(call)?.size as u64;
     let unit = sx == 1 && so == 1 || len == 1;
     let a = axis.unwrap_or(0);
     let has_axis = axis.is_some();
@@ -329,6 +383,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<Call> {
             && sx == 1
             && so == 1
             && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len),
+        quad_aligned: ptr(x) % quad == 0 && ptr(o) % quad == 0,
     };
     let sms = sms(call)?;
     let vars = [

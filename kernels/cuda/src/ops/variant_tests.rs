@@ -1,0 +1,247 @@
+//! The candidate kernels that only a tuning config selects (`norm_tile`, `argmax_rows_key8`,
+//! `softmax_tileq_G_N`):
+//! the built-in configs never choose them, a config that sets their key does, for exactly the
+//! shapes each handles. No GPU needed.
+
+use super::{norm, reduce, softmax, Tuned};
+use crate::source::{dt_of, module_source, Family};
+use rffi_core::DataType;
+use rffi_kernels::{Op, TuneTable, TuneView};
+
+const SMS: i64 = 132;
+
+/// The built-in `default.json` with `sm_90` given by `arch` (None: the built-in sm_90.json).
+fn table(arch: Option<&str>) -> TuneTable {
+    let files = vec![
+        (
+            "default.json".to_owned(),
+            include_str!("../../../tune/cuda/default.json").to_owned(),
+        ),
+        (
+            "sm_90.json".to_owned(),
+            arch.unwrap_or(include_str!("../../../tune/cuda/sm_90.json"))
+                .to_owned(),
+        ),
+    ];
+    TuneTable::from_files(&files, "test".into()).unwrap()
+}
+
+fn norm_plan(
+    t: &TuneTable,
+    rows: i64,
+    len: i64,
+    itemsize: i64,
+    wvec: bool,
+) -> (norm::Kind, super::Launch) {
+    let vars = [
+        ("cols", len),
+        ("rows", rows),
+        ("itemsize", itemsize),
+        ("sms", SMS),
+    ];
+    let view = TuneView::new(t, Some("sm_90"));
+    let tuned = Tuned::select(&view, "norm", &vars).unwrap();
+    let c = norm::Class {
+        rows,
+        len,
+        vec: 16 / itemsize,
+        aligned_rows: true,
+        contiguous: true,
+        wvec,
+    };
+    let (kind, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
+    (kind, l)
+}
+
+#[test]
+fn norm_tile_only_where_a_config_sets_it() {
+    let builtin = table(None);
+    for len in [1024, 4096, 8192] {
+        let (kind, l) = norm_plan(&builtin, 65536, len, 2, true);
+        assert_ne!(l.kernel, "layer_norm_tile", "{len}: {kind:?}");
+    }
+    let t = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1 } ] }"#,
+    ));
+    // bfloat16 rows of 1024 / 4096 / 8192: 128 / 512 / 1024 packs, a warp per 128 packs; a
+    // persistent grid of 2 blocks an SM (fewer when there are fewer passes).
+    for (len, wr) in [(1024, 1), (4096, 4), (8192, 8)] {
+        let (kind, l) = norm_plan(&t, 65536, len, 2, true);
+        assert_eq!(kind, norm::Kind::Tile(wr), "{len}");
+        assert_eq!(
+            (l.kernel, l.block, l.grid.0),
+            ("layer_norm_tile", 256, 2 * 132)
+        );
+    }
+    let (_, l) = norm_plan(&t, 24, 8192, 2, true);
+    assert_eq!(l.grid.0, 24, "a pass per row of 8 warps");
+    let (_, l) = norm_plan(&t, 24, 1024, 2, true);
+    assert_eq!(l.grid.0, 3, "8 rows a pass");
+    // float32 rows of 4096 (1024 packs) fit; rows of 512 bfloat16 (64 packs) are the shortest.
+    assert_eq!(norm_plan(&t, 4096, 4096, 4, true).0, norm::Kind::Tile(8));
+    assert_eq!(norm_plan(&t, 4096, 512, 2, true).0, norm::Kind::Tile(1));
+    // Not for rows too short or too long, odd lengths, or weight and bias not as packs.
+    for (len, itemsize, wvec) in [
+        (256, 2, true),
+        (16384, 2, true),
+        (4097, 2, true),
+        (4096, 2, false),
+    ] {
+        let (kind, l) = norm_plan(&t, 4096, len, itemsize, wvec);
+        assert!(
+            !matches!(kind, norm::Kind::Tile(_)),
+            "{len} {itemsize} {wvec}: {}",
+            l.kernel
+        );
+    }
+    // The blocks an SM come from the config.
+    let t = table(Some(
+        r#"{ "norm": [ { "tile": 1, "tile_blocks_per_sm": 3 } ] }"#,
+    ));
+    assert_eq!(norm_plan(&t, 65536, 4096, 2, true).1.grid.0, 3 * 132);
+}
+
+fn argmax_plan(t: &TuneTable, nout: i64, count: i64, rs: i64, itemsize: i64) -> reduce::Plan {
+    let view = TuneView::new(t, Some("sm_90"));
+    let vars = [("rows", nout), ("cols", count), ("sms", SMS)];
+    let tuned = Tuned::select(&view, "reduce", &vars).unwrap();
+    let c = reduce::Class {
+        nout,
+        count,
+        nr: 1,
+        rs,
+        ks: Some(count * rs),
+        col_pack: 1,
+        itemsize,
+    };
+    reduce::plan(Op::Argmax, &c, SMS, &tuned)
+}
+
+#[test]
+fn argmax_keys_only_where_a_config_sets_them() {
+    let builtin = table(None);
+    assert_eq!(
+        argmax_plan(&builtin, 65536, 4096, 1, 2).main.kernel,
+        "argmax_rows_32"
+    );
+    let t = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "argmax_key": 1 } ] }"#,
+    ));
+    let p = argmax_plan(&t, 65536, 4096, 1, 2);
+    assert_eq!(
+        (
+            p.main.kernel,
+            p.main.grid.0,
+            p.main.block,
+            p.chunks,
+            p.combine
+        ),
+        (reduce::ARGMAX_KEY, 8192, 256, 1, None)
+    );
+    // Rows up to 65536 elements, whatever group_max says: the key holds a 16-bit index.
+    assert_eq!(
+        argmax_plan(&t, 4096, 65536, 1, 2).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    assert_ne!(
+        argmax_plan(&t, 4096, 65537, 1, 2).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    // Not for float32, strided runs, or too few rows for a warp each on every SM.
+    assert_ne!(
+        argmax_plan(&t, 65536, 4096, 1, 4).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    assert_ne!(
+        argmax_plan(&t, 65536, 4096, 2, 2).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    assert_ne!(
+        argmax_plan(&t, 8 * SMS - 1, 4096, 1, 2).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    // The kernel is in the argmax module only.
+    let dt = dt_of(DataType::bfloat16()).unwrap();
+    let name = format!(" {}(u64 px, u64 po, u64 pp, RLay L", reduce::ARGMAX_KEY);
+    assert!(module_source(&dt, Family::Reduce(4)).contains(&name));
+    assert!(module_source(&dt, Family::Reduce(4)).contains("#define RED 4"));
+}
+
+fn softmax_plan(t: &TuneTable, len: i64, itemsize: i64, quad_aligned: bool) -> softmax::Plan {
+    let view = TuneView::new(t, Some("sm_90"));
+    let vars = [
+        ("cols", len),
+        ("rows", 1 << 20),
+        ("itemsize", itemsize),
+        ("sms", SMS),
+    ];
+    let tuned = Tuned::select(&view, "softmax", &vars).unwrap();
+    let c = softmax::Class {
+        rows: 1 << 20,
+        len,
+        vec: 16 / itemsize,
+        aligned_rows: len * itemsize % 16 == 0,
+        contiguous: true,
+        packed: true,
+        quad_aligned,
+    };
+    softmax::plan(&c, SMS, &tuned)
+}
+
+#[test]
+fn softmax_quad_tiles_only_where_a_config_sets_them() {
+    let builtin = table(None);
+    assert_eq!(
+        softmax_plan(&builtin, 100, 2, true).main.kernel,
+        "softmax_tileh_16_8"
+    );
+    let quads = |elems: i64| {
+        table(Some(&format!(
+            r#"{{ "softmax": [ {{ "tile_bytes": 16384, "tile_max": 1024, "tile_quads": 1, "tile_quad_elems": {elems} }} ] }}"#
+        )))
+    };
+    // bfloat16 rows of 100 = 25 quads: 8 elements a lane is 16 lanes of 2 quads (8 rows a
+    // round of 128 threads, 80 rows a tile); 16 elements 8 lanes of 4; 32, 4 lanes of 8 (rounds
+    // of 32 rows: 64 would leave more than 1/16 of the 81 rows' tile unused, so 81).
+    for (elems, kernel, per) in [
+        (8, "softmax_tileq_16_2", 80),
+        (16, "softmax_tileq_8_4", 80),
+        (32, "softmax_tileq_4_8", 81),
+    ] {
+        let p = softmax_plan(&quads(elems), 100, 2, true);
+        assert_eq!(
+            (p.main.kernel, p.main.block, p.tile_rows, p.kind),
+            (kernel, 128, per, softmax::Kind::Tile),
+            "{elems}"
+        );
+        assert!(p.why.contains("quads of 4 elements a lane"), "{}", p.why);
+    }
+    let t = quads(8);
+    // Rows of 4 (one quad: a lane, 2 quads' registers), 1024 (256 quads: a warp of 8), float32.
+    assert_eq!(
+        softmax_plan(&t, 4, 2, true).main.kernel,
+        "softmax_tileq_1_2"
+    );
+    assert_eq!(
+        softmax_plan(&t, 1024, 2, true).main.kernel,
+        "softmax_tileq_32_8"
+    );
+    assert_eq!(
+        softmax_plan(&t, 100, 4, true).main.kernel,
+        "softmax_tileq_16_2"
+    );
+    // Not for rows of a length not a multiple of 4, pointers off a quad boundary, float64, or
+    // longer rows: the scalar tiles or the other variants.
+    for (len, itemsize, aligned) in [
+        (102, 2, true),
+        (100, 2, false),
+        (100, 8, true),
+        (1028, 2, true),
+    ] {
+        let k = softmax_plan(&t, len, itemsize, aligned).main.kernel;
+        assert!(
+            !k.starts_with("softmax_tileq"),
+            "{len} {itemsize} {aligned}: {k}"
+        );
+    }
+}
