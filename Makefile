@@ -117,7 +117,7 @@ fuzz-setup:
 	fuzz/setup.sh
 
 ## Each fuzz target for FUZZ_SECONDS (or FUZZ_RUNS executions), then its corpus under
-## AddressSanitizer. FUZZ_TARGETS picks targets (default: all five).
+## AddressSanitizer. FUZZ_TARGETS picks targets (default: all seven).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: fuzz-setup

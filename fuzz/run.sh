@@ -15,7 +15,7 @@ else
 fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(dtype_device dlpack_import any_args callback_results containers)
+    targets=(dtype_device dlpack_import any_args callback_results containers session_frames json_graph)
 fi
 # Errors are made by the million: no native backtrace for each.
 export RFFI_BACKTRACE=0 RUST_BACKTRACE=0

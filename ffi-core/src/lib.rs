@@ -146,6 +146,7 @@ pub mod tensor;
 mod testing;
 mod testing_compare_types;
 mod testing_dataclass_types;
+mod testing_schema_types;
 mod testing_types;
 pub mod type_registry;
 

@@ -1,6 +1,8 @@
 //! Object types for tests in every language: `testing.TestPoint` (a frozen and a writable field,
 //! methods, a constructor) and `testing.TestPoint3`, derived from it; `testing.TestIntPair`,
-//! `testing.TestObjectBase` and `testing.TestObjectDerived`, the types tvm-ffi's tests use.
+//! `testing.TestObjectBase` and `testing.TestObjectDerived`, the types tvm-ffi's tests use, and
+//! `testing.TestUnregisteredObject` (made by `testing.make_unregistered_object`), a type no
+//! Python class is bound to.
 
 use crate::reflection::{Mut, Obj, ObjectHeader};
 use crate::{Array, Map};
@@ -70,9 +72,9 @@ crate::function_registry::register_builtin!("testing.make_point", |x: i64, y: i6
 crate::object_type! {
     /// A pair of integers.
     pub struct TestIntPair("testing.TestIntPair") {
-        /// The first integer.
+        /// Field `a`
         pub a: i64,
-        /// The second integer.
+        /// Field `b`
         pub b: i64,
     }
     methods {
@@ -140,3 +142,37 @@ crate::object_type! {
         };
     }
 }
+
+crate::object_type! {
+    /// The parent of `testing.TestUnregisteredObject`.
+    pub struct TestUnregisteredBaseObject("testing.TestUnregisteredBaseObject") {
+        /// The first value.
+        pub v1: i64,
+    }
+    methods {
+        /// Get (v1 + 1) from TestUnregisteredBaseObject.
+        "get_v1_plus_one" => |o: Obj<TestUnregisteredBaseObject>| o.v1.wrapping_add(1);
+    }
+}
+
+crate::object_type! {
+    /// A type that no Python class is bound to: Python makes one for it when an object arrives.
+    pub struct TestUnregisteredObject("testing.TestUnregisteredObject"): TestUnregisteredBaseObject {
+        /// The second value.
+        pub v2: i64,
+    }
+    methods {
+        /// Get (v2 + 2) from TestUnregisteredObject.
+        "get_v2_plus_two" => |o: Obj<TestUnregisteredObject>| o.v2.wrapping_add(2);
+    }
+}
+
+crate::function_registry::register_builtin!("testing.make_unregistered_object", || {
+    Obj::new(TestUnregisteredObject {
+        base: TestUnregisteredBaseObject {
+            base: ObjectHeader::default(),
+            v1: 41,
+        },
+        v2: 42,
+    })
+});

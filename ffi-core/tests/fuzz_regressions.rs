@@ -204,3 +204,21 @@ fn slices_of_a_flipped_tensor_move_the_data_pointer_back() {
         e.message()
     );
 }
+
+/// json_graph, `field-constructor-error-unnamed`: a node of a type built by its field constructor
+/// (`testing.TestObjectDerived`) whose Map field names a string node was refused by the
+/// constructor's TypeError, whose message did not say that reading a JSON graph failed (the
+/// containers' errors on the same path neither).
+#[test]
+fn errors_of_a_field_constructor_name_the_json_graph_reader() {
+    let text = r#"{"root_index": 0, "nodes": [
+        {"type": "testing.TestObjectDerived", "data": {"v_map": 1, "v_array": 2}},
+        {"type": "ffi.String", "data": "x"}, {"type": "ffi.Array", "data": []}]}"#;
+    let e = rffi_core::structural::from_json_graph(text).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert_eq!(
+        e.message(),
+        "from_json_graph_str: `testing.TestObjectDerived` from fields: field `v_map`: expected \
+         ffi.Map but got str"
+    );
+}

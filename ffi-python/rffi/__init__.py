@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _alias, _core, _dtype, _lib  # noqa: F401  (_core: the modules, in order)
+from . import _alias, _core, _dtype, _lib, _object  # noqa: F401  (_core: the modules, in order)
 from ._callback import convert_func
 from ._container import Array, Map
 from ._containers_mut import Dict, List
@@ -52,11 +52,17 @@ from ._string import Bytes, String
 from ._tensor import Tensor, from_dlpack
 from .session import DFunction, DModule, DRef, ProcessSession, ThreadSession
 
+# The value types' classes answer `__rffi_type_info__` as Object's subclasses do.
+for _cls in (DataType, Device):
+    _cls.__rffi_type_info__ = _cls.__tvm_ffi_type_info__ = _object.TypeInfoOf()
+del _cls
+
 __version__ = "0.1.0"
 
 # Imported on first use: they pull in `typing` and `inspect`, which `import rffi` does not need.
 _LAZY = {
     "access_path": ("rffi.access_path", None),
+    "core": ("rffi.core", None),
     "dataclasses": ("rffi.dataclasses", None),
     "MISSING": ("rffi.dataclasses", "MISSING"),
     "serialization": ("rffi.serialization", None),
@@ -153,6 +159,7 @@ __all__ = [
     "access_path",
     "convert",
     "convert_func",
+    "core",
     "dataclasses",
     "deep_copy",
     "device",

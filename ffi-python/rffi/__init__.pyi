@@ -16,11 +16,12 @@ from collections.abc import (
 from enum import IntEnum
 from os import PathLike
 from types import ModuleType
-from typing import Any, SupportsIndex, TypeVar, overload
+from typing import Any, ClassVar, SupportsIndex, TypeVar, overload
 
 from typing_extensions import Self
 
 from . import access_path as access_path
+from . import core as core
 from . import dataclasses as dataclasses
 from . import serialization as serialization
 from . import shard as shard
@@ -89,6 +90,7 @@ __all__ = [
     "access_path",
     "convert",
     "convert_func",
+    "core",
     "dataclasses",
     "deep_copy",
     "device",
@@ -128,6 +130,8 @@ LIB_PATH: str
 ABI_VERSION: tuple[int, int, int]
 
 class Object:
+    __rffi_type_info__: ClassVar[Any]
+    __tvm_ffi_type_info__: ClassVar[Any]
     def __del__(self) -> None: ...
     def __copy__(self) -> Self: ...
     def __deepcopy__(self, memo: dict[int, Any] | None) -> Self: ...
@@ -138,6 +142,9 @@ class Object:
     def __chandle__(self) -> int: ...
     def same_as(self, other: object) -> bool: ...
     def _move(self) -> Any: ...
+    @property
+    def id_(self) -> int: ...
+    def is_(self, other: object) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -296,6 +303,8 @@ class DLDataTypeCode(IntEnum):
     kDLFloat4_e2m1fn = 17
 
 class Device:
+    __rffi_type_info__: ClassVar[Any]
+    __tvm_ffi_type_info__: ClassVar[Any]
     def __init__(self, device_type: int | str, index: SupportsIndex = ...) -> None: ...
     @property
     def type(self) -> str: ...
@@ -307,6 +316,8 @@ class Device:
     def __hash__(self) -> int: ...
 
 class dtype(str):
+    __rffi_type_info__: ClassVar[Any]
+    __tvm_ffi_type_info__: ClassVar[Any]
     def __new__(cls, value: str | dtype | Any) -> dtype: ...
     @classmethod
     def from_dlpack_data_type(cls, fields: tuple[int, int, int]) -> dtype: ...

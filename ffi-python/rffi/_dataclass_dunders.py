@@ -237,14 +237,25 @@ def adopt(self, made) -> None:
     object.__setattr__(made, "_h", old)  # released with `made`
 
 
-def with_allocation(user_init):
+def with_allocation(user_init, all_fields: list):
     """A class's own ``__init__`` made to run on a new runtime object of the class's type (every
-    field at its default, or None), so that it can set fields."""
+    field at its default, or None), so that it can set fields. The runtime gives the defaults it
+    knows (a native type's); the class's own (``tag: str = "none"``, factories) are given here,
+    so that no field with a default starts as a None its type refuses."""
     create = _ffi("ffi.ObjectCreate")
+    init_field = _ffi("ffi.ObjectInitField")
+    defaulted = [
+        f
+        for f in all_fields
+        if f.has_default() and not isinstance(f.default_factory, RuntimeDefault)
+    ]
 
     def __init__(self, *args, **kwargs):
         if not getattr(self, "_h", 0):
-            adopt(self, create(type(self).__rffi_type_index__))
+            obj = create(type(self).__rffi_type_index__)
+            for f in defaulted:
+                init_field(obj, f.name, f.make_default())
+            adopt(self, obj)
         user_init(self, *args, **kwargs)
 
     __init__.__wrapped__ = user_init

@@ -140,3 +140,11 @@ def init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
         if "." in leaf:
             continue
         setattr(module, leaf, get_global_func(name))
+
+
+def get_registered_type_keys() -> list:
+    """The keys of every object type registered at run time (``rffi.get_registered_type_keys``;
+    here too, where tvm-ffi's ``registry`` module has it)."""
+    from ._object_model import get_registered_type_keys as keys  # imports this module
+
+    return keys()

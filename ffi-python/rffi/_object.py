@@ -128,6 +128,15 @@ class Object(STORAGE):
         """Whether both wrap the same runtime object."""
         return isinstance(other, Object) and other._h == self._h
 
+    @property
+    def id_(self) -> int:
+        """The object's address, as ``__chandle__()``: its identity."""
+        return self._h
+
+    def is_(self, other) -> bool:
+        """Whether ``other`` wraps the same runtime object (``same_as``)."""
+        return self.same_as(other)
+
     def __eq__(self, other):
         if isinstance(other, Object):
             return other._h == self._h
@@ -202,6 +211,22 @@ class Object(STORAGE):
     def _check_live(self, what: str) -> None:
         if not self._h:
             raise ValueError(f"cannot {what} {_describe(self)}: it has been released")
+
+
+class TypeInfoOf:
+    """``cls.__rffi_type_info__`` (and tvm-ffi's ``__tvm_ffi_type_info__``): the ``TypeInfo``
+    (``rffi.core``) of the type the class is bound to, made on first read."""
+
+    def __get__(self, obj, cls):
+        from .core import _type_cls_to_type_info  # on first use: `import rffi` does not need it
+
+        info = _type_cls_to_type_info(cls)
+        if info is None:
+            raise AttributeError(f"{cls.__qualname__} is bound to no runtime type")
+        return info
+
+
+Object.__rffi_type_info__ = Object.__tvm_ffi_type_info__ = TypeInfoOf()
 
 
 class ObjectRValueRef:

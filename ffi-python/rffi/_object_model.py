@@ -135,8 +135,10 @@ def register_object(type_key: str | None = None):
     return bind
 
 
-def install_members(cls, info: dict, *, fields: bool = True) -> None:
-    """Puts the type's fields, methods and docs on ``cls`` and maps its index to ``cls``."""
+def install_members(cls, info: dict, *, fields: bool = True, ffi_init: bool = True) -> None:
+    """Puts the type's fields, methods and docs on ``cls`` and maps its index to ``cls``; the
+    type's ``__ffi_init__`` becomes ``__init__`` unless ``ffi_init`` is False (the caller makes
+    one)."""
     index = info["type_index"]
     cls.__rffi_type_key__ = info["type_key"]
     cls.__rffi_type_index__ = index
@@ -150,7 +152,7 @@ def install_members(cls, info: dict, *, fields: bool = True) -> None:
         name = m["name"]
         fn = get_method(index, name)
         if name == "__ffi_init__":
-            if "__init__" not in cls.__dict__:
+            if ffi_init and "__init__" not in cls.__dict__:
                 cls.__init__ = _init_from(fn)
             continue
         if name in cls.__dict__:
@@ -181,8 +183,13 @@ def fallback_class(index: int):
         parent_index = _ffi("ffi.TypeKeyToIndex")(info["ancestors"][-1])
         if parent_index >= 128:
             parent = fallback_class(parent_index)
-    name = info["type_key"].rsplit(".", 1)[-1]
-    cls = type(name, (parent,), {"__module__": "rffi.fallback"})
-    cls.__qualname__ = name
+    key = info["type_key"]
+    module, _, name = key.rpartition(".")
+    doc = f"Auto-generated fallback class for the runtime type `{key}` (no class registered)."
+    if info["doc"]:
+        doc += "\n\n" + info["doc"]
+    # Named as the key says: module `testing`, qualified name `testing.Name`.
+    cls = type(name, (parent,), {"__module__": module or "rffi.fallback", "__doc__": doc})
+    cls.__qualname__ = key
     install_members(cls, info)
     return cls

@@ -55,11 +55,16 @@ from ._object_model import (
 __all__ = [
     "KW_ONLY",
     "MISSING",
+    "Enum",
     "Field",
     "FrozenInstanceError",
+    "IntEnum",
+    "StrEnum",
     "asdict",
     "astuple",
+    "auto",
     "c_class",
+    "entry",
     "enum",
     "field",
     "fields",
@@ -116,7 +121,8 @@ def c_class(
             )
         if kind:
             _ffi("ffi.TypeSetStructuralEqHashKind")(info["type_index"], kind)
-        install_members(cls, info)
+        # The generated `__init__` (keywords, defaults) replaces the type's `__ffi_init__`.
+        install_members(cls, info, ffi_init=not init)
         if init and "__init__" not in cls.__dict__:
             cls.__init__ = make_init(cls, all_fields, info["type_index"])
         add_dataclass_methods(
@@ -214,7 +220,7 @@ def py_class(
         if init and "__init__" not in ns:
             new.__init__ = make_init(new, all_fields, index)
         elif "__init__" in ns:  # the class's own: it runs on an object with default fields
-            new.__init__ = with_allocation(ns["__init__"])
+            new.__init__ = with_allocation(ns["__init__"], all_fields)
         add_dataclass_methods(
             new,
             all_fields,
@@ -233,4 +239,11 @@ def py_class(
     return define
 
 
-from ._dataclass_enum import enum  # noqa: E402  (uses the helpers above)
+from ._dataclass_enum import (  # noqa: E402  (uses the helpers above)
+    Enum,
+    IntEnum,
+    StrEnum,
+    auto,
+    entry,
+    enum,
+)

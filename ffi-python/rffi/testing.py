@@ -13,7 +13,7 @@ import tempfile
 from ._dataclass_dunders import adopt
 from ._function_registry import get_global_func, init_ffi_api
 from ._object import Object
-from ._object_model import register_object, type_info
+from ._object_model import type_info
 from .dataclasses import c_class
 
 init_ffi_api("testing", __name__)
@@ -69,12 +69,12 @@ class TestIntPair(Object):
     __slots__ = ()
 
 
-@register_object("testing.TestObjectBase")
+@c_class("testing.TestObjectBase")
 class TestObjectBase(Object):
     __slots__ = ()
 
 
-@register_object("testing.TestObjectDerived")
+@c_class("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
     __slots__ = ()
 
@@ -113,6 +113,12 @@ class _TestCxxInitSubset(Object):
 
 @c_class("testing.TestCxxKwOnly")
 class _TestCxxKwOnly(Object):
+    __test__ = False
+
+
+# A field of each kind of type (ffi-core/src/testing_schema_types.rs).
+@c_class("testing.SchemaAllTypes")
+class _SchemaAllTypes(Object):
     __test__ = False
 
 

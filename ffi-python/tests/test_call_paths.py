@@ -253,3 +253,26 @@ def test_python_callbacks_run_under_a_function_that_keeps_the_gil(testing, test_
     seen = []
     assert apply(lambda x: seen.append(threading.get_ident()) or x + 1, 1) == 2
     assert seen == [threading.get_ident()]
+
+
+@pytest.mark.skipif(not EXPECT_FAST, reason="the native fast path is off")
+def test_a_panic_in_the_native_library_says_what_and_where():
+    # The native library catches panics at its entries: the RuntimeError carries the panic's
+    # message and site, and nothing is printed (a process of its own, whose stderr is the evidence).
+    code = (
+        "from rffi import _native\n"
+        "panic = _native.builtin('testing_panic')\n"
+        "for k in range(3):\n"
+        "    try:\n"
+        "        panic(f'boom {k}')\n"
+        "    except RuntimeError as e:\n"
+        "        print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3, out.stdout
+    for k, line in enumerate(lines):
+        head = f"rffi: panic in a native builtin: boom {k} (at "
+        assert line.startswith(head) and "native/src/builtins.rs:" in line, line
+    assert out.stderr == ""

@@ -107,7 +107,10 @@ def test_a_class_with_its_own_init_sets_fields_on_a_fresh_object():
             object.__setattr__(self, "x", x * 2)
 
     o = Own(4)
-    assert o.x == 8 and o.label is None  # Python defaults are __init__'s business
+    # A field's default is there before __init__ runs (as a dataclass's class attribute would
+    # give it), so the object never holds a None its `str` field refuses.
+    assert o.x == 8 and o.label == "l"
+    assert copy.copy(o).label == "l"
     assert rffi.get_global_func("ffi.ObjectGetField")(o, "x") == 8
     with pytest.raises(dc.FrozenInstanceError):
         o.x = 1
@@ -168,3 +171,34 @@ def test_tvm_ffi_testing_classes_over_rust_types():
     with pytest.raises(TypeError, match="positional"):
         t._TestCxxKwOnly(1, 2, 3)
     assert t._TestCxxKwOnly(x=1, y=2, z=3).w == 100
+
+
+def test_an_own_init_starts_from_the_fields_defaults():
+    # A class's own __init__ runs on a fresh object whose fields with a default hold it: a `str`
+    # field with a default held None (which its type refuses, so copies and pickles failed).
+    @dc.py_class("test_dataclass_functions.OwnInit")
+    class OwnInit:
+        n: int
+        tag: str = "none"
+        names: list[str] = dc.field(default_factory=lambda: ["a"])
+
+        def __init__(self, n):
+            self.n = n
+
+    o = OwnInit(3)
+    assert (o.n, o.tag, list(o.names)) == (3, "none", ["a"])
+    for c in (copy.copy(o), copy.deepcopy(o)):
+        assert (c.n, c.tag, list(c.names)) == (3, "none", ["a"])
+
+    # Over a type declared in Rust: its fields' defaults are the runtime's, the class's own
+    # are given as above.
+    @dc.py_class("test_dataclass_functions.OwnInitNative")
+    class OwnInitNative(rffi.testing.TestObjectBase):
+        tag: str = "none"
+
+        def __init__(self, v):
+            self.v_i64 = v
+
+    n = OwnInitNative(5)
+    assert (n.v_i64, n.v_str, n.tag) == (5, "hello", "none")
+    assert copy.deepcopy(n).tag == "none"

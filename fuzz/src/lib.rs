@@ -5,7 +5,7 @@
 //! The libFuzzer binaries in `fuzz_targets/` are one-line wrappers around these, built by
 //! `cargo fuzz` (see `make fuzz`); `ffi-core/tests/fuzz_regressions.rs` includes this file by
 //! path and replays every saved input under `fuzz/regressions/` with a plain `cargo test`, so a
-//! finding stays fixed.
+//! finding stays fixed. (`session_frames.rs` is not part of this library: see its header.)
 // Callers hand these functions arbitrary bytes; every unsafe block says what makes it sound.
 #![deny(unsafe_op_in_unsafe_fn)]
 // The ABI's constants keep their C names (`kRFFIInt`), and are matched on.
@@ -15,6 +15,7 @@ pub mod callback;
 pub mod containers;
 pub mod dlpack;
 pub mod input;
+pub mod json_graph;
 pub mod pool;
 pub mod strings;
 pub mod values;
@@ -23,10 +24,11 @@ pub mod values;
 pub type Target = fn(&[u8]);
 
 /// Every fuzz target, by the name of its libFuzzer binary.
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("dtype_device", strings::run),
     ("dlpack_import", dlpack::run),
     ("any_args", values::run),
     ("callback_results", callback::run),
     ("containers", containers::run),
+    ("json_graph", json_graph::run),
 ];

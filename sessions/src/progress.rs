@@ -54,6 +54,7 @@ impl Progress {
 
     /// A worker's mapping of the block its controller made.
     pub fn open(fd: &OwnedFd, world: usize) -> Result<Progress> {
+        crate::shm_tensor::check_sealed(fd.as_fd())?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: fstat on our descriptor; the struct is read only when it succeeded.
         let ok = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } == 0;

@@ -27,11 +27,17 @@ fn os_error(what: &str) -> Error {
     ))
 }
 
-/// A new anonymous shared-memory file of `len` bytes (zero-filled, close-on-exec).
+/// Seals every shared-memory file carries: its size is fixed once made, so that no process
+/// holding the descriptor can shrink it under another's mapping (whose reads past the new end
+/// would be a SIGBUS).
+const SIZE_SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+
+/// A new anonymous shared-memory file of `len` bytes (zero-filled, close-on-exec), sealed at that
+/// size (`SIZE_SEALS`).
 pub fn memfd(name: &str, len: usize) -> Result<OwnedFd> {
     let c = std::ffi::CString::new(name).map_err(|_| Error::value_error("NUL in a name"))?;
     // SAFETY: creating a new anonymous file with a valid name.
-    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         return Err(os_error("memfd_create"));
     }
@@ -44,7 +50,26 @@ pub fn memfd(name: &str, len: usize) -> Result<OwnedFd> {
             std::io::Error::last_os_error()
         )));
     }
+    // SAFETY: sealing our own file.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SIZE_SEALS) } != 0 {
+        return Err(os_error("sealing a shared-memory segment"));
+    }
     Ok(fd)
+}
+
+/// Refuses a descriptor whose size is not sealed (`SIZE_SEALS`): whoever sent it could shrink it
+/// while it is mapped here. Checked before its size is read, which the seals then keep.
+pub(crate) fn check_sealed(fd: BorrowedFd<'_>) -> Result<()> {
+    // SAFETY: a query on a descriptor we hold.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 || seals & SIZE_SEALS != SIZE_SEALS {
+        return Err(Error::value_error(format!(
+            "a shared-memory segment must be a memfd sealed at its size (F_SEAL_SHRINK and \
+             F_SEAL_GROW), which this descriptor is not (seals {seals}): its sender could \
+             truncate it under the mapping"
+        )));
+    }
+    Ok(())
 }
 
 /// The bytes of a compact tensor of `shape` and `dtype`.
@@ -71,6 +96,7 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Maps `len` bytes of `fd`: `shared` (writes reach the file) or private (copy-on-write).
+    /// The file must be sealed at its size (see `memfd`).
     pub fn new(fd: BorrowedFd<'_>, len: usize, shared: bool) -> Result<Mapping> {
         if len == 0 {
             return Ok(Mapping {
@@ -78,6 +104,7 @@ impl Mapping {
                 len: 0,
             });
         }
+        check_sealed(fd)?;
         let flags = if shared {
             libc::MAP_SHARED
         } else {
@@ -235,14 +262,15 @@ pub fn bytes_of(t: &Tensor, max: usize) -> Result<Vec<u8>> {
 
 /// A new CPU tensor of `shape` and `dtype` holding `data` (whose size must match).
 pub fn from_bytes(shape: &[i64], dtype: DataType, data: &[u8]) -> Result<Tensor> {
-    let t = Tensor::empty(shape, dtype, Device::cpu())?;
-    if t.nbytes() != data.len() {
+    // Checked before allocating: the shape comes from a frame, and may claim any size.
+    let need = nbytes(shape, dtype)?;
+    if need != data.len() {
         return Err(Error::value_error(format!(
-            "a tensor {shape:?} {dtype} needs {} bytes but {} came",
-            t.nbytes(),
+            "a tensor {shape:?} {dtype} needs {need} bytes but {} came",
             data.len()
         )));
     }
+    let t = Tensor::empty(shape, dtype, Device::cpu())?;
     if !data.is_empty() {
         // SAFETY: the new tensor owns `data.len()` contiguous bytes; the two never overlap.
         unsafe {
@@ -269,6 +297,7 @@ unsafe extern "C" fn unmap(m: *mut DLManagedTensorVersioned) {
 /// mapping of the file) or private (copy-on-write). The file must have exactly the tensor's size.
 pub fn open(fd: &OwnedFd, shape: &[i64], dtype: DataType, shared: bool) -> Result<Tensor> {
     let len = nbytes(shape, dtype)?;
+    check_sealed(fd.as_fd())?;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat on our descriptor; the struct is read only when it succeeded.
     let size = unsafe {

@@ -47,6 +47,12 @@ pub trait Link: Send + Sync {
     fn send(&self, frame: &[u8]) -> LinkResult<()> {
         self.send_with(frame, &[])
     }
+
+    /// Whether both ends are in one process (so an address one sends is valid for the other):
+    /// only then does a worker honour `Copy`, whose `addr` is a pointer of the controller.
+    fn shares_address_space(&self) -> bool {
+        false
+    }
 }
 
 /// How long a receiver spins before it sleeps: `RFFI_SESSION_SPIN_US`, else 10 µs on machines
@@ -218,6 +224,9 @@ impl Link for ThreadLink {
     fn recv(&self, timeout: Option<Duration>) -> LinkResult<Option<Frame>> {
         self.inbox.pop(timeout)
     }
+    fn shares_address_space(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -264,9 +273,14 @@ mod tests {
         assert!(matches!(b.send(b"x"), Err(LinkError::Closed)));
     }
 
+    /// A growable file to pass (the runtime's `memfd` is sealed at its size).
     fn tempfile() -> std::fs::File {
-        let fd = crate::shm_tensor::memfd("rffi-test", 0).unwrap();
-        std::fs::File::from(fd)
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new anonymous file with a valid name, owned from here on.
+        let fd = unsafe { libc::memfd_create(c"rffi-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "{}", io::Error::last_os_error());
+        // SAFETY: as above.
+        std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
     #[test]

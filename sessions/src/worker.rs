@@ -68,6 +68,9 @@ pub struct Worker {
     pending: Option<WireError>,
     /// Where finished frames are counted (set by the first command, `Attach`).
     progress: Option<Progress>,
+    /// Whether the controller is in this process (a worker thread): only then is the address of
+    /// a `Copy` a pointer this worker may follow.
+    shares_memory: bool,
 }
 
 /// The descriptors of the frame being served, and the worker's registers, for the values of a
@@ -106,7 +109,15 @@ impl Worker {
             names: Vec::new(),
             pending: None,
             progress: None,
+            shares_memory: false,
         }
+    }
+
+    /// A worker that shares the controller's address space (a thread of its process), which
+    /// `Copy` commands need.
+    pub fn sharing_memory(mut self, shares: bool) -> Worker {
+        self.shares_memory = shares;
+        self
     }
 
     pub fn rank(&self) -> usize {
@@ -122,6 +133,11 @@ impl Worker {
         self.regs.iter().filter(|a| a.is_some()).count()
     }
 
+    /// The size of the register file, empty registers included (for tests of its growth).
+    pub fn registers(&self) -> usize {
+        self.regs.len()
+    }
+
     fn get(&self, reg: Reg) -> Result<Any> {
         self.regs
             .get(reg as usize)
@@ -135,11 +151,28 @@ impl Worker {
             })
     }
 
+    /// Checks that a command may fill `reg`: one of the registers or the next new one. The
+    /// controller hands out register ids in order (reusing freed ones), so the file grows one
+    /// register at a time; any other id comes from a corrupt or hostile frame, and must not make
+    /// the worker allocate a file of that size.
+    fn check_target(&self, reg: Reg) -> Result<()> {
+        let len = self.regs.len();
+        if reg > len as u64 {
+            return Err(Error::value_error(format!(
+                "malformed session frame: register {reg} is out of order on worker {}: it has \
+                 {len} registers, so a command may fill one of them or register {len}",
+                self.rank
+            )));
+        }
+        Ok(())
+    }
+
+    /// Fills `reg`, checked by `check_target` (so the file grows by one register at most).
     fn set(&mut self, reg: Reg, value: Option<Any>, name: Option<String>) {
         let i = reg as usize;
-        if self.regs.len() <= i {
-            self.regs.resize_with(i + 1, || None);
-            self.names.resize(i + 1, None);
+        if self.regs.len() == i {
+            self.regs.push(None);
+            self.names.push(None);
         }
         self.regs[i] = value;
         self.names[i] = name;
@@ -185,6 +218,10 @@ impl Worker {
             | Command::Empty { reg, .. } => Some(*reg),
             _ => None,
         };
+        if let Some(Err(e)) = reg.map(|r| self.check_target(r)) {
+            self.fail(&e, &function, name);
+            return Step::Continue;
+        }
         let err = match catch_panic(|| self.run(cmd, fds)).and_then(|r| r) {
             Ok(step) => return step,
             Err(e) => e,
@@ -370,6 +407,13 @@ impl Worker {
                 "host copies go to worker 0 only (it shares the controller's memory)",
             ));
         }
+        if !self.shares_memory {
+            // The address is the controller's: in another process it points at nothing of ours.
+            return Err(Error::value_error(
+                "malformed session frame: a host copy by address reached a worker in another \
+                 process than the controller (its copies travel in frames: CopyIn, CopyOut)",
+            ));
+        }
         let t = self.host_copy_tensor(reg, nbytes)?;
         let dst = t.element_ptr().cast::<u8>();
         // SAFETY: the controller passes the address of a live host buffer of `nbytes` bytes that
@@ -457,7 +501,7 @@ pub fn serve(rank: usize, world: usize, link: &dyn Link) -> std::result::Result<
     crate::shard::link();
     CURRENT.with(|c| c.set(Some((rank, world))));
     crate::ccl::link();
-    let mut worker = Worker::new(rank, world);
+    let mut worker = Worker::new(rank, world).sharing_memory(link.shares_address_space());
     let mut w = Writer::default();
     let mut frames = 0u64;
     let result = loop {

@@ -388,3 +388,56 @@ fn load_params_through_the_communicator_reads_on_worker_0_only() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Writes a safetensors file with the header text `header` (padded) and `data` bytes after it.
+fn write_raw_st(path: &Path, header: &str, data: &[u8]) {
+    let mut h = header.as_bytes().to_vec();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(h);
+    bytes.extend(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Weight files written by someone else: every malformed header is a ValueError naming the file
+/// (and the tensor, where one is at fault), found when the weights are opened.
+#[test]
+fn malformed_weight_headers_are_errors_naming_the_file() {
+    let dir = tmpdir("hostile");
+    let p = dir.join("bad.safetensors");
+    let cases: &[(&str, usize, &str)] = &[
+        // Sizes past the end of the file.
+        (r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#, 8, "not a valid safetensors file"),
+        // Overlapping ranges.
+        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#, 12, "not a valid safetensors file"),
+        // A shape whose bytes disagree with its range, and a negative dimension.
+        (r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#, 8, "not a valid safetensors file"),
+        (r#"{"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}"#, 8, "not a valid safetensors file"),
+        // A dimension past 2^63-1 next to a zero one (no bytes, so the ranges agree).
+        (r#"{"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}}"#, 0,
+         "`a`: dimension 18446744073709551615 of shape [0, 18446744073709551615] is larger than 2^63-1"),
+        (r#"{"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}}"#, 2, "`a`: dtype F8_E4M3 is not supported"),
+        ("not json", 0, "not a valid safetensors file"),
+    ];
+    for (header, n, msg) in cases {
+        write_raw_st(&p, header, &vec![0u8; *n]);
+        let e = err_of(Weights::open(&p));
+        assert_eq!(e.kind(), "ValueError", "{header}: {}", e.message());
+        assert!(e.message().starts_with("weights `"), "{}", e.message());
+        assert!(e.message().contains("bad.safetensors"), "{}", e.message());
+        assert!(e.message().contains(msg), "{header}: {}", e.message());
+    }
+    // A header length of 2^60 in a short file.
+    let mut bytes = (1u64 << 60).to_le_bytes().to_vec();
+    bytes.extend(b"{}      ");
+    std::fs::write(&p, bytes).unwrap();
+    let e = err_of(Weights::open(&p));
+    assert!(
+        e.message().contains("not a valid safetensors file"),
+        "{}",
+        e.message()
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -158,6 +158,15 @@ static void test_extend_rust_type(void) {
   CHECK(RFFIObjectCallMethod(obj, &sum, NULL, 0, &r) == 0 && r.v.v_int64 == 4); /* x + y(0) */
   memset(&v, 0, sizeof(v));
   CHECK(RFFIObjectGetField(obj, &tag, &v) == 0 && v.v.v_int64 == 9);
+  /* The Rust field's own setter refuses a float for an int, naming the field. */
+  {
+    RFFIByteArray y = ba_of("y");
+    memset(&v, 0, sizeof(v));
+    v.type_index = kRFFIFloat;
+    v.v.v_float64 = 1.5;
+    CHECK(RFFIObjectSetField(obj, &y, &v) == -1);
+    expect_error("TypeError", "cannot set field `y` of `c_ext.TaggedPoint`: expected int, got float");
+  }
   CHECK(RFFIObjectDecRef(obj) == 0);
   /* Without a value for `x` (no default) the Rust constructor cannot run. */
   CHECK(RFFIObjectCreate(ti, &obj) == -1);
@@ -172,6 +181,54 @@ static RFFIAny entry(const RFFITypeAttrColumn* c, int32_t type_index) {
     return none;
   }
   return c->data[type_index - c->begin_index];
+}
+
+/* Names and values no registration takes: each is an error naming the entry point and the
+ * argument, nothing is registered, and the column lookup finds nothing (raising nothing). */
+static void test_type_attr_bad_input(const RFFIAny* ok) {
+  static const char nul_name[] = {'c', '\0', 'x'};
+  static const char not_utf8[] = {'c', (char)0xff};
+  RFFIByteArray name = ba_of("c_ext.__weight__"), empty = ba_of("");
+  RFFIByteArray nul = {nul_name, 3}, bad = {not_utf8, 2}, null_data = {NULL, 5};
+  RFFIAny v;
+  int32_t i;
+  const int32_t indices[] = {-1, -7, INT32_MIN, INT32_MAX, 1 << 20};
+  for (i = 0; i < (int32_t)(sizeof(indices) / sizeof(indices[0])); ++i) {
+    char msg[64];
+    snprintf(msg, sizeof(msg), "unknown type index %d", (int)indices[i]);
+    CHECK(RFFITypeRegisterAttr(indices[i], &name, ok) == -1);
+    expect_error("KeyError", msg);
+  }
+  CHECK(RFFITypeRegisterAttr(g_gauge, &empty, ok) == -1);
+  expect_error("ValueError", "a type attribute name must not be empty");
+  CHECK(RFFITypeRegisterAttr(g_gauge, &nul, ok) == -1);
+  expect_error("ValueError", "NUL");
+  CHECK(RFFITypeRegisterAttr(g_gauge, &bad, ok) == -1);
+  expect_error("ValueError", "RFFITypeRegisterAttr: `attr_name`");
+  CHECK(RFFITypeRegisterAttr(g_gauge, &null_data, ok) == -1);
+  expect_error("ValueError", "RFFITypeRegisterAttr: `attr_name`");
+  /* Values that are not values: a NULL C string, a NULL Array, an index no type has. */
+  memset(&v, 0, sizeof(v));
+  v.type_index = kRFFIRawStr;
+  CHECK(RFFITypeRegisterAttr(g_gauge, &name, &v) == -1);
+  expect_error("ValueError", "NULL");
+  v.type_index = kRFFIArray;
+  CHECK(RFFITypeRegisterAttr(g_gauge, &name, &v) == -1);
+  expect_error("ValueError", "NULL");
+  v.type_index = 5000;
+  v.v.v_int64 = 0x10;
+  CHECK(RFFITypeRegisterAttr(g_gauge, &name, &v) == -1);
+  expect_error("ValueError", "unknown type index 5000");
+  /* The lookups of names no column has raise nothing. */
+  CHECK(RFFIGetTypeAttrColumn(&empty) == NULL);
+  CHECK(RFFIGetTypeAttrColumn(&nul) == NULL);
+  CHECK(RFFIGetTypeAttrColumn(&bad) == NULL);
+  CHECK(RFFIGetTypeAttrColumn(&null_data) == NULL);
+  {
+    RFFIObjectHandle none = (RFFIObjectHandle)1;
+    RFFIErrorMoveFromRaised(&none);
+    CHECK(none == NULL);
+  }
 }
 
 static void test_type_attrs(void) {
@@ -225,6 +282,7 @@ static void test_type_attrs(void) {
   CHECK(RFFITypeRegisterAttr(g_gauge, NULL, &v) == -1);
   expect_error("ValueError", "`attr_name` is NULL");
   CHECK(RFFIGetTypeAttrColumn(NULL) == NULL);
+  test_type_attr_bad_input(&v);
 }
 
 int main(void) {

@@ -133,7 +133,9 @@ pub(crate) fn store(
         // SAFETY: checked to be a Function at registration and kept alive since.
         let setter =
             unsafe { Function::from_object_unchecked(ObjectRef::from_handle(f.setter).unwrap()) };
-        setter.call_views(&[AnyView::from(&Any::from(obj.clone())), *value])?;
+        setter
+            .call_views(&[AnyView::from(&Any::from(obj.clone())), *value])
+            .map_err(|e| e.context(&context()))?;
         return Ok(());
     }
     if !f.setter.is_null() {
@@ -142,9 +144,8 @@ pub(crate) fn store(
             unsafe { core::mem::transmute(f.setter) };
         // SAFETY: the setter registered for this field, with the field's address and a view.
         if unsafe { setter(addr.cast(), value.as_raw()) } != 0 {
-            return Err(raised(|| {
-                format!("the setter of `{}.{name}`", key_of(index))
-            }));
+            let e = raised(|| format!("the setter of `{}.{name}`", key_of(index)));
+            return Err(e.context(&context()));
         }
         return Ok(());
     }

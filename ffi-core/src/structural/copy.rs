@@ -31,6 +31,16 @@ pub fn shallow_copy(value: &AnyView<'_>) -> Result<Any> {
     Rebuild::new(live, "copy").run(root)
 }
 
+/// Whether objects of this type are members of an enum (its type has the `__ffi_enum__`
+/// attribute, the members by name): singletons, which copies share.
+fn is_enum_member(index: i32) -> bool {
+    index >= crate::abi::kRFFIDynObjectBegin
+        && crate::reflection::type_attr::type_attr(index, ENUM_ATTR).is_ok_and(|a| a.is_some())
+}
+
+/// The type attribute of an enum type: its members by name.
+pub(crate) const ENUM_ATTR: &str = "__ffi_enum__";
+
 /// The graph being copied: nodes by address.
 #[derive(Default)]
 struct Live {
@@ -41,7 +51,10 @@ struct Live {
 
 impl Live {
     fn child(&mut self, v: Any) -> Child<usize> {
-        if !is_node(class_of(v.type_index())) || (self.shallow && !self.nodes.is_empty()) {
+        if !is_node(class_of(v.type_index()))
+            || (self.shallow && !self.nodes.is_empty())
+            || is_enum_member(v.type_index())
+        {
             return Child::Value(v);
         }
         let a = addr(&v.view());

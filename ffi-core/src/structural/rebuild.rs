@@ -94,8 +94,8 @@ impl<S: Source> Rebuild<S> {
                         e.message()
                     ))
                 })?,
-                Slot::List(l, i) => l.set_item(i as i64, target)?,
-                Slot::Dict(d, k) => d.set_item(k, target)?,
+                Slot::List(l, i) => l.set_item(i as i64, target).map_err(|e| self.named(e))?,
+                Slot::Dict(d, k) => d.set_item(k, target).map_err(|e| self.named(e))?,
             }
         }
         Ok(v)
@@ -154,9 +154,10 @@ impl<S: Source> Rebuild<S> {
                         return Err(self.immutable_cycle());
                     };
                     match self.child(v)? {
-                        Ok(v) => dict.set_item(k, v)?,
+                        Ok(v) => dict.set_item(k, v).map_err(|e| self.named(e))?,
                         Err(target) => {
-                            dict.set_item(k.clone(), Any::none())?;
+                            dict.set_item(k.clone(), Any::none())
+                                .map_err(|e| self.named(e))?;
                             self.later.push((Slot::Dict(dict.clone(), k), target));
                         }
                     }
@@ -192,10 +193,16 @@ impl<S: Source> Rebuild<S> {
                     }
                 }
                 self.pending.remove(&id);
-                Ok(Some(Map::new(out)?.into()))
+                Ok(Some(Map::new(out).map_err(|e| self.named(e))?.into()))
             }
             Desc::Object(index, fields) => self.object(id, index, fields).map(Some),
         }
+    }
+
+    /// `e`, from a container or a type's own code, named as part of this operation (its kind
+    /// and traceback kept).
+    fn named(&self, e: Error) -> Error {
+        e.context(self.what)
     }
 
     fn immutable_cycle(&self) -> Error {
@@ -244,7 +251,7 @@ impl<S: Source> Rebuild<S> {
         ctor: Any,
         given: Vec<(&'static RFFIFieldInfo, Child<S::Id>)>,
     ) -> Result<Any> {
-        let ctor: Function = ctor.try_as()?;
+        let ctor: Function = ctor.try_as().map_err(|e| self.named(e))?;
         let mut given: Vec<_> = given.into_iter().map(Some).collect();
         self.pending.insert(id);
         let mut values = Vec::new();
@@ -275,9 +282,12 @@ impl<S: Source> Rebuild<S> {
             values.push(v);
         }
         self.pending.remove(&id);
-        let made = ctor.call(&values)?;
+        let made = ctor.call(&values).map_err(|e| self.named(e))?;
         let obj = made.view().as_object().cloned().ok_or_else(|| {
-            Error::type_error(format!("`{}` from fields made no object", type_name(index)))
+            self.named(Error::type_error(format!(
+                "`{}` from fields made no object",
+                type_name(index)
+            )))
         })?;
         for (f, target) in open {
             self.later.push((Slot::Field(obj.clone(), f), target));

@@ -160,3 +160,27 @@ fn malformed_graphs_are_value_errors() {
     let v = from_json_graph(r#"{"root_index": 0, "nodes": [{"type": "int", "data": 5}]}"#).unwrap();
     assert_eq!(v.try_as::<i64>().unwrap(), 5);
 }
+
+/// A graph of 300 000 nested nodes (each an Array of the next, in text of a few MiB: nesting the
+/// JSON parser never sees) is refused by the rebuild's depth guard with a RecursionError naming
+/// the reader, before the stack runs out; in a List chain as well, which is built before its
+/// items.
+#[test]
+fn graphs_deeper_than_the_stack_are_recursion_errors() {
+    for ty in ["ffi.Array", "ffi.List"] {
+        let n = 300_000;
+        let mut nodes: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"type": "{ty}", "data": [{}]}}"#, i + 1))
+            .collect();
+        nodes.push(r#"{"type": "int", "data": 1}"#.into());
+        let text = format!(r#"{{"root_index": 0, "nodes": [{}]}}"#, nodes.join(","));
+        let e = from_json_graph(&text).unwrap_err();
+        assert_eq!(e.kind(), "RecursionError", "{}", e.message());
+        assert!(
+            e.message()
+                .starts_with("from_json_graph_str: the value is nested too deeply"),
+            "{}",
+            e.message()
+        );
+    }
+}

@@ -8,7 +8,6 @@ use super::cpython::*;
 use super::{hooks, object_type, tensors};
 use rffi_core::abi::*;
 use std::ffi::{c_void, CStr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `dec_ref(handle)`: releases one reference to the object at `handle` (an int; 0 is ignored),
 /// with the GIL held (a deleter that needs it, such as numpy's, then does not wait for it).
@@ -70,6 +69,20 @@ unsafe extern "C" fn from_dlpack(
     })
 }
 
+/// `testing_panic(message)`: panics with the text of `message` inside a builtin (what a bug here
+/// would do), for the package's tests of the RuntimeError that results.
+unsafe extern "C" fn testing_panic(_context: PyObj, arg: PyObj) -> PyObj {
+    guarded(|api| {
+        // SAFETY: GIL held (a builtin's call); `arg` is a live object.
+        let text = unsafe { (api.PyUnicode_AsUTF8AndSize)(arg, std::ptr::null_mut()) };
+        if text.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a NUL-terminated UTF-8 string owned by `arg`, alive during the call.
+        panic!("{}", unsafe { CStr::from_ptr(text) }.to_string_lossy())
+    })
+}
+
 /// `forget_kinds()`: empties the call path's cache of the conversion table's kinds (see
 /// `convert`); the package calls it whenever it changes the kind of a type.
 unsafe extern "C" fn forget_kinds(_context: PyObj, _unused: PyObj) -> PyObj {
@@ -87,14 +100,10 @@ fn guarded(body: impl FnOnce(&'static Api) -> PyObj) -> PyObj {
     let Some(api) = api() else {
         return std::ptr::null_mut();
     };
-    catch_unwind(AssertUnwindSafe(|| body(api))).unwrap_or_else(|_| {
-        // SAFETY: GIL held (a builtin's call); static message.
-        unsafe {
-            (api.PyErr_SetString)(
-                api.PyExc_RuntimeError,
-                c"rffi: panic in a native builtin".as_ptr(),
-            )
-        };
+    crate::panics::catch(|| body(api)).unwrap_or_else(|message| {
+        let text = crate::panics::describe("a native builtin", &message);
+        // SAFETY: GIL held (a builtin's call); a NUL-terminated message.
+        unsafe { (api.PyErr_SetString)(api.PyExc_RuntimeError, text.as_ptr()) };
         std::ptr::null_mut()
     })
 }
@@ -115,6 +124,12 @@ pub(super) unsafe fn make(api: &Api, name: &CStr, context: PyObj) -> PyObj {
             forget_kinds as *mut c_void,
             METH_NOARGS,
             c"forget_kinds()\n--\n\nEmpties the native call path's cache of conversion kinds.",
+        ),
+        b"testing_panic" => (
+            testing_panic as *mut c_void,
+            METH_O,
+            c"testing_panic(message, /)\n--\n\nPanics with `message`, for the tests of how this \
+              library's panics become RuntimeErrors.",
         ),
         b"from_dlpack" => (
             from_dlpack as *mut c_void,

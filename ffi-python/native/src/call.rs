@@ -18,7 +18,6 @@ use super::{gil, object_type};
 use super::{hooks, Hooks};
 use rffi_core::abi::*;
 use std::mem::MaybeUninit;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `f(*first, *args, **kwargs)` for vectorcall arguments (`n` positional ones, then the values
 /// of `kwnames`): how the native entry points hand a call to the package's Python code.
@@ -192,7 +191,7 @@ pub(super) unsafe extern "C" fn vectorcall(
     nargsf: usize,
     kwnames: PyObj,
 ) -> PyObj {
-    let r = catch_unwind(AssertUnwindSafe(|| {
+    let r = crate::panics::catch(|| {
         let (Some(api), Some(h)) = (api(), hooks()) else {
             return std::ptr::null_mut();
         };
@@ -200,18 +199,14 @@ pub(super) unsafe extern "C" fn vectorcall(
         // SAFETY: the interpreter calls this with the GIL held and the vectorcall arguments of a
         // call of `callable`, an instance of the Function type.
         unsafe { call(api, h, callable, args, n, kwnames) }
-    }));
+    });
     match r {
         Ok(p) => p,
-        Err(_) => {
+        Err(message) => {
             if let Some(api) = api() {
-                // SAFETY: GIL held; static message.
-                unsafe {
-                    (api.PyErr_SetString)(
-                        api.PyExc_RuntimeError,
-                        c"rffi: panic in the fast call path".as_ptr(),
-                    )
-                };
+                let text = crate::panics::describe("the fast call path", &message);
+                // SAFETY: GIL held; a NUL-terminated message.
+                unsafe { (api.PyErr_SetString)(api.PyExc_RuntimeError, text.as_ptr()) };
             }
             std::ptr::null_mut()
         }

@@ -17,7 +17,6 @@ use super::cpython::*;
 use super::{gil, hooks, object_type, Hooks};
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A Function calling `callable` (a new handle), or NULL with an Error raised on this thread.
 ///
@@ -44,7 +43,7 @@ pub(super) unsafe fn function_from_callable(
 /// The deleter: drops the Function's reference to the callable (taking the GIL; nothing once
 /// the interpreter is gone).
 unsafe extern "C" fn release(ctx: *mut c_void) {
-    let _ = catch_unwind(|| {
+    let _ = crate::panics::catch(|| {
         let Some(api) = api() else { return };
         // SAFETY: a reference taken by `function_from_callable`; the GIL is taken around it.
         unsafe {
@@ -65,7 +64,7 @@ unsafe extern "C" fn call(
     num_args: i32,
     result: *mut RFFIAny,
 ) -> i32 {
-    let r = catch_unwind(AssertUnwindSafe(|| {
+    let r = crate::panics::catch(|| {
         let (Some(api), Some(h)) = (api(), hooks()) else {
             return fail(c"rffi: the Python fast path is not initialized");
         };
@@ -80,8 +79,13 @@ unsafe extern "C" fn call(
             gil::leave(api, entered);
             rc
         }
-    }));
-    r.unwrap_or_else(|_| fail(c"rffi: panic in a Python callback's trampoline"))
+    });
+    r.unwrap_or_else(|message| {
+        fail(&crate::panics::describe(
+            "a Python callback's trampoline",
+            &message,
+        ))
+    })
 }
 
 fn fail(message: &std::ffi::CStr) -> i32 {

@@ -11,7 +11,6 @@ use super::cpython::*;
 use super::{hooks, object_type, publish_hooks, Hooks};
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void, CStr};
-use std::panic::catch_unwind;
 
 /// The native part of an instance, after the Python Function class's layout.
 #[repr(C)]
@@ -243,7 +242,7 @@ pub(super) fn fields<'a>(h: &Hooks, o: PyObj) -> &'a mut Fields {
 /// `tp_new`: a zeroed instance with the vectorcall entry set and the GIL released by default
 /// (the base class's `__init__` fills the rest).
 unsafe extern "C" fn tp_new(ty: PyObj, _args: PyObj, _kwds: PyObj) -> PyObj {
-    let r = catch_unwind(|| {
+    let r = crate::panics::catch(|| {
         let (Some(api), Some(h)) = (api(), hooks()) else {
             return std::ptr::null_mut();
         };
@@ -258,5 +257,12 @@ unsafe extern "C" fn tp_new(ty: PyObj, _args: PyObj, _kwds: PyObj) -> PyObj {
         }
         o
     });
-    r.unwrap_or(std::ptr::null_mut())
+    r.unwrap_or_else(|message| {
+        if let Some(api) = api() {
+            let text = crate::panics::describe("Function.__new__", &message);
+            // SAFETY: GIL held (a type slot); a NUL-terminated message.
+            unsafe { (api.PyErr_SetString)(api.PyExc_RuntimeError, text.as_ptr()) };
+        }
+        std::ptr::null_mut()
+    })
 }

@@ -22,7 +22,7 @@
 //! through `ctypes.PyDLL`), except the native call itself, which releases it unless the Function
 //! keeps it (see `gil` and `call`), and the callbacks, which take it back (`gil`).
 #![allow(clippy::missing_safety_doc, non_snake_case, non_upper_case_globals)]
-// Plain `catch_unwind` at the entries: see the note at its import below.
+// Plain `catch_unwind` at the entries (in `panics`): see the note there and at `panics`' use below.
 #![allow(clippy::disallowed_methods)]
 
 mod builtins;
@@ -34,16 +34,18 @@ mod function_type;
 mod gil;
 mod kinds;
 mod object_type;
+mod panics;
 pub mod runtime;
 mod tensors;
 
 use cpython::*;
 use rffi_core::abi::RFFIHostApi;
 use std::ffi::{c_char, c_void};
-// Plain `catch_unwind` at every entry, not `rffi_core::error::catch_panic`: this library links
-// no runtime of its own (errors are the host's, made through its table), and a panic here becomes
-// a Python RuntimeError or a host error naming the entry.
-use std::panic::{catch_unwind, AssertUnwindSafe};
+// `panics::catch` (a plain `catch_unwind`) at every entry, not `rffi_core::error::catch_panic`:
+// this library links no runtime of its own (errors are the host's, made through its table), and a
+// panic here becomes a Python RuntimeError or a host error naming the entry, the panic's message
+// and its site.
+use panics::{catch, describe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The Python objects a Function type calls back into (the package's `rffi/_native.py` hands
@@ -131,7 +133,7 @@ pub unsafe extern "C" fn rffi_python_init(
         return -2;
     }
     // SAFETY: the same contract, forwarded; `init` only reads the table.
-    let ok = catch_unwind(|| unsafe { cpython::init(table, n, object_basicsize) });
+    let ok = catch(|| unsafe { cpython::init(table, n, object_basicsize) });
     if matches!(ok, Ok(true)) {
         0
     } else {
@@ -153,8 +155,11 @@ pub unsafe extern "C" fn rffi_python_make_object_storage() -> *mut c_void {
         return std::ptr::null_mut();
     };
     // SAFETY: GIL held (contract); the table is initialized.
-    catch_unwind(|| unsafe { object_type::make(api) })
-        .unwrap_or(std::ptr::null_mut())
+    catch(|| unsafe { object_type::make(api) })
+        .unwrap_or_else(|message| {
+            // SAFETY: GIL held (contract).
+            unsafe { raise_panic(api, "rffi_python_make_object_storage", &message) }
+        })
         .cast()
 }
 
@@ -181,25 +186,17 @@ pub unsafe extern "C" fn rffi_python_make_function_type(
     let (Some(api), Some(rt)) = (cpython::api(), runtime::host()) else {
         return std::ptr::null_mut(); // no table: no way to raise either; ctypes reports NULL
     };
-    let made = catch_unwind(AssertUnwindSafe(|| {
+    catch(|| {
         // SAFETY: the same contract, forwarded.
         unsafe {
             function_type::make_function_type(api, rt, bases.cast(), base_basicsize, hooks.cast())
         }
-    }));
-    match made {
-        Ok(p) => p.cast(),
-        Err(_) => {
-            // SAFETY: the GIL is held (contract); the message is NUL-terminated.
-            unsafe {
-                (api.PyErr_SetString)(
-                    api.PyExc_RuntimeError,
-                    c"rffi: panic while building the Function type".as_ptr(),
-                )
-            };
-            std::ptr::null_mut()
-        }
-    }
+    })
+    .unwrap_or_else(|message| {
+        // SAFETY: the GIL is held (contract).
+        unsafe { raise_panic(api, "rffi_python_make_function_type", &message) }
+    })
+    .cast()
 }
 
 /// A runtime Function that calls the Python callable `callable` (holding a reference to it until
@@ -211,29 +208,23 @@ pub unsafe extern "C" fn rffi_python_make_function_type(
 /// `callable` must be a live Python object and the GIL must be held.
 #[no_mangle]
 pub unsafe extern "C" fn rffi_python_function_from_callable(callable: *mut c_void) -> i64 {
-    let refuse = || {
+    let refuse = |why: &std::ffi::CStr| {
         if let Some(rt) = runtime::host() {
-            // SAFETY: static NUL-terminated strings.
-            unsafe {
-                (rt.error_set_raised_from_cstr)(
-                    c"RuntimeError".as_ptr(),
-                    c"rffi: the Python native path cannot make a callback Function".as_ptr(),
-                )
-            };
+            // SAFETY: NUL-terminated strings.
+            unsafe { (rt.error_set_raised_from_cstr)(c"RuntimeError".as_ptr(), why.as_ptr()) };
         }
         0
     };
+    let unavailable = c"rffi: the Python native path cannot make a callback Function";
     let (Some(api), Some(h)) = (cpython::api(), hooks()) else {
-        return refuse();
+        return refuse(unavailable);
     };
     if callable.is_null() {
-        return refuse();
+        return refuse(unavailable);
     }
     // SAFETY: the same contract, forwarded. NULL (0) only when creation raised an Error.
-    catch_unwind(AssertUnwindSafe(|| unsafe {
-        callback::function_from_callable(api, h, callable.cast()) as i64
-    }))
-    .unwrap_or_else(|_| refuse())
+    catch(|| unsafe { callback::function_from_callable(api, h, callable.cast()) as i64 })
+        .unwrap_or_else(|message| refuse(&describe("rffi_python_function_from_callable", &message)))
 }
 
 /// The native builtin `name` (`dec_ref`, `from_dlpack`; see `builtins.rs`) as a new Python
@@ -256,11 +247,23 @@ pub unsafe extern "C" fn rffi_python_builtin(
         return std::ptr::null_mut();
     }
     // SAFETY: a NUL-terminated string and a live object per the contract; GIL held.
-    catch_unwind(AssertUnwindSafe(|| unsafe {
-        builtins::make(api, std::ffi::CStr::from_ptr(name), context.cast())
-    }))
-    .unwrap_or(std::ptr::null_mut())
-    .cast()
+    catch(|| unsafe { builtins::make(api, std::ffi::CStr::from_ptr(name), context.cast()) })
+        .unwrap_or_else(|message| {
+            // SAFETY: GIL held (contract).
+            unsafe { raise_panic(api, "rffi_python_builtin", &message) }
+        })
+        .cast()
+}
+
+/// Raises the RuntimeError for a panic in `entry` and returns NULL (what the entry returns).
+///
+/// # Safety
+/// The GIL must be held.
+unsafe fn raise_panic(api: &cpython::Api, entry: &str, message: &str) -> PyObj {
+    let text = describe(entry, message);
+    // SAFETY: GIL held (contract); a NUL-terminated message.
+    unsafe { (api.PyErr_SetString)(api.PyExc_RuntimeError, text.as_ptr()) };
+    std::ptr::null_mut()
 }
 
 pub(crate) fn publish_hooks(h: Hooks) {

@@ -10,7 +10,6 @@
 use super::cpython::*;
 use rffi_core::abi::*;
 use std::ffi::{c_int, c_void};
-use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// The native fields of a wrapper, right after the object header.
@@ -119,14 +118,14 @@ unsafe fn release(o: PyObj) {
 /// `tp_finalize` (and `__del__`, for an early release): releases the reference.
 unsafe extern "C" fn finalize(o: PyObj) {
     // SAFETY: the interpreter calls it with the GIL held on an instance of the type.
-    let _ = catch_unwind(|| unsafe { release(o) });
+    let _ = crate::panics::catch(|| unsafe { release(o) });
 }
 
 /// `tp_dealloc`: releases the reference if the finalizer did not, frees the instance with its
 /// class's `tp_free` and drops the instance's reference to its (heap) class, as every heap
 /// base type's deallocator must.
 unsafe extern "C" fn dealloc(o: PyObj) {
-    let _ = catch_unwind(|| {
+    let _ = crate::panics::catch(|| {
         let Some(api) = api() else { return };
         // SAFETY: the interpreter calls it with the GIL held on an instance that is going away.
         unsafe {

@@ -121,10 +121,28 @@ impl Weights {
                     )
                 })?;
                 let start = view.data().as_ptr() as usize - base;
+                // The format checks a shape against its bytes, which a zero dimension satisfies
+                // whatever the others say.
+                let shape = view
+                    .shape()
+                    .iter()
+                    .map(|&d| {
+                        i64::try_from(d).map_err(|_| {
+                            io_err(
+                                &file,
+                                format!(
+                                    "`{name}`: dimension {d} of shape {:?} is larger than \
+                                     2^63-1",
+                                    view.shape()
+                                ),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<i64>>>()?;
                 let entry = Entry {
                     file: idx,
                     dtype,
-                    shape: view.shape().iter().map(|&d| d as i64).collect(),
+                    shape,
                     bytes: start..start + view.data().len(),
                 };
                 if w.entries.insert(name.to_string(), entry).is_some() {
