@@ -202,3 +202,30 @@ def test_an_own_init_starts_from_the_fields_defaults():
     n = OwnInitNative(5)
     assert (n.v_i64, n.v_str, n.tag) == (5, "hello", "none")
     assert copy.deepcopy(n).tag == "none"
+
+
+def test_an_own_init_that_raises_or_copies_its_object_half_made():
+    # The object exists before a class's own __init__ runs: one that raises leaves it usable
+    # (fields at their defaults), and copies made inside __init__ copy what is there so far.
+    seen = []
+
+    @dc.py_class("test_dataclass_functions.Fragile")
+    class Fragile:
+        n: int = 0
+        tag: str = "t"
+
+        def __init__(self, mode):
+            seen.append(self)
+            if mode == "copy":
+                seen.append((copy.copy(self), copy.deepcopy(self)))
+            if mode == "raise":
+                raise ValueError("init failed")
+            self.n = 1
+
+    with pytest.raises(ValueError, match="^init failed$"):
+        Fragile("raise")
+    half = seen[0]
+    assert (half.n, half.tag, copy.deepcopy(half).tag) == (0, "t", "t")
+    f = Fragile("copy")
+    c, d = seen[-1]
+    assert (f.n, c.n, d.n, c.tag, d.tag) == (1, 0, 0, "t", "t")

@@ -386,3 +386,68 @@ def test_repr_hook_of_a_py_class():
     assert rffi.repr_print(Tagged(3)) == "<Tagged (3,)>"
     assert rffi.repr_print(rffi.Array([Tagged(1), 2])) == "(<Tagged (1,)>, 2)"
     assert repr(Tagged(4)) == "<Tagged (4,)>"
+
+
+def test_hooks_that_raise_return_the_wrong_type_or_recurse():
+    from rffi._ffi_api import RecursiveEq, RecursiveHash, RecursiveLt
+
+    @dc.py_class("test_structural.py.Raising", eq=True)
+    class Raising:
+        key: int
+
+        def __ffi_eq__(self, other, fn_eq):
+            raise ValueError("eq hook failed")
+
+        def __ffi_compare__(self, other, fn_cmp):
+            raise KeyError("compare hook failed")
+
+        def __ffi_hash__(self, fn_hash):
+            raise ZeroDivisionError("hash hook failed")
+
+    a, b = Raising(1), Raising(1)
+    # The hook's own exception, through == and inside containers alike.
+    for eq in (lambda: a == b, lambda: RecursiveEq(rffi.Array([a]), rffi.Array([b]))):
+        with pytest.raises(ValueError, match="eq hook failed"):
+            eq()
+    with pytest.raises(KeyError, match="compare hook failed"):
+        RecursiveLt(a, b)
+    for h in (lambda: hash(a), lambda: RecursiveHash(rffi.Array([a]))):
+        with pytest.raises(ZeroDivisionError, match="hash hook failed"):
+            h()
+
+    @dc.py_class("test_structural.py.Wrong", eq=True)
+    class Wrong:
+        key: int
+
+        def __ffi_eq__(self, other, fn_eq):
+            return "yes"
+
+        def __ffi_compare__(self, other, fn_cmp):
+            return [1]
+
+        def __ffi_hash__(self, fn_hash):
+            return "h"
+
+    a, b = Wrong(1), Wrong(1)
+    key = "`test_structural.py.Wrong`"
+    with pytest.raises(TypeError, match=f"the __ffi_eq__ hook of {key} must return a bool"):
+        RecursiveEq(a, b)
+    with pytest.raises(TypeError, match=f"the __ffi_compare__ hook of {key} must return an int"):
+        RecursiveLt(a, b)
+    with pytest.raises(TypeError, match=f"the __ffi_hash__ hook of {key} must return an int"):
+        hash(a)
+
+    @dc.py_class("test_structural.py.Endless", eq=True)
+    class Endless:
+        key: int
+
+        def __ffi_eq__(self, other, fn_eq):
+            return fn_eq(self, other)
+
+        def __ffi_hash__(self, fn_hash):
+            return fn_hash(self)
+
+    a, b = Endless(1), Endless(1)
+    for op in (lambda: a == b, lambda: hash(a)):
+        with pytest.raises(RecursionError):
+            op()

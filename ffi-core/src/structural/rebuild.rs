@@ -10,6 +10,10 @@
 //!   and the slot is filled once the node exists;
 //! - an Array or Map cannot be filled later: one that meets such a node is not built yet, and
 //!   the slot that holds it is filled with it afterwards (the node exists by then).
+//!
+//! A build that fails may have closed cycles already (a List holding itself, an object whose
+//! field holds it back); reference counts alone would never free those, so every List, Dict
+//! and object the build made is emptied before the error is returned (`unlink`).
 
 use super::{Class, Depth};
 use crate::abi::*;
@@ -62,6 +66,8 @@ pub(crate) struct Rebuild<S: Source> {
     pending: FxHashSet<S::Id>,
     later: Vec<(Slot, S::Id)>,
     depth: Depth,
+    /// The Lists, Dicts and objects this build made (what `unlink` empties on failure).
+    made: Vec<Any>,
 }
 
 impl<S: Source> Rebuild<S> {
@@ -73,11 +79,47 @@ impl<S: Source> Rebuild<S> {
             pending: FxHashSet::default(),
             later: Vec::new(),
             depth: Depth::new(what),
+            made: Vec::new(),
         }
     }
 
-    /// Builds the graph from `root` and closes its cycles.
+    /// Builds the graph from `root` and closes its cycles; on failure, nothing it made is left
+    /// in a cycle.
     pub(crate) fn run(mut self, root: Child<S::Id>) -> Result<Any> {
+        let built = self.build_graph(root);
+        if built.is_err() {
+            self.unlink();
+        }
+        built
+    }
+
+    /// Empties every List and Dict the build made, and gives every object it made the
+    /// placeholders of its object fields, so that no cycle among them outlives the failed build.
+    fn unlink(&mut self) {
+        self.later.clear();
+        self.built.clear();
+        for v in self.made.drain(..) {
+            match v.type_index() {
+                kRFFIList => v.try_as::<List>().map(|l| l.clear()).unwrap_or_default(),
+                kRFFIDict => v.try_as::<Dict>().map(|d| d.clear()).unwrap_or_default(),
+                index => {
+                    let Some(obj) = v.view().as_object().cloned() else {
+                        continue;
+                    };
+                    for f in crate::reflection::all_fields(index) {
+                        let holds_objects = f.field_static_type_index == kRFFIAny
+                            || f.field_static_type_index >= kRFFIStaticObjectBegin;
+                        if let (true, Ok(p)) = (holds_objects, placeholder(f)) {
+                            // A field that refuses its placeholder keeps its value.
+                            let _ = init_field(&obj, f, &p.view());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn build_graph(&mut self, root: Child<S::Id>) -> Result<Any> {
         let v = match self.child(root)? {
             Ok(v) => v,
             Err(_) => return Err(self.immutable_cycle()),
@@ -135,6 +177,7 @@ impl<S: Source> Rebuild<S> {
             Desc::Seq(Class::List, items) => {
                 let list = List::new(Vec::new());
                 self.built.insert(id, list.clone().into());
+                self.made.push(list.clone().into());
                 for (i, c) in items.into_iter().enumerate() {
                     match self.child(c)? {
                         Ok(v) => list.append(v),
@@ -149,10 +192,14 @@ impl<S: Source> Rebuild<S> {
             Desc::Map(Class::Dict, entries) => {
                 let dict = Dict::new(Vec::new())?;
                 self.built.insert(id, dict.clone().into());
-                for (k, v) in entries {
+                self.made.push(dict.clone().into());
+                for (i, (k, v)) in entries.into_iter().enumerate() {
                     let Ok(k) = self.child(k)? else {
                         return Err(self.immutable_cycle());
                     };
+                    if dict.get(&k.view()).map_err(|e| self.named(e))?.is_some() {
+                        return Err(self.repeated_key(&format!("entry {i} of a Dict")));
+                    }
                     match self.child(v)? {
                         Ok(v) => dict.set_item(k, v).map_err(|e| self.named(e))?,
                         Err(target) => {
@@ -193,7 +240,12 @@ impl<S: Source> Rebuild<S> {
                     }
                 }
                 self.pending.remove(&id);
-                Ok(Some(Map::new(out).map_err(|e| self.named(e))?.into()))
+                let n = out.len();
+                let map = Map::new(out).map_err(|e| self.named(e))?;
+                if map.len() != n {
+                    return Err(self.repeated_key("an entry of a Map"));
+                }
+                Ok(Some(map.into()))
             }
             Desc::Object(index, fields) => self.object(id, index, fields).map(Some),
         }
@@ -203,6 +255,15 @@ impl<S: Source> Rebuild<S> {
     /// and traceback kept).
     fn named(&self, e: Error) -> Error {
         e.context(self.what)
+    }
+
+    /// A Dict or Map with an entry (`which`) whose key an earlier one has: no copy makes one, and
+    /// in a JSON graph it would drop a value the graph built, perhaps a cycle nothing then frees.
+    fn repeated_key(&self, which: &str) -> Error {
+        Error::value_error(format!(
+            "{}: {which} repeats the key of an earlier entry",
+            self.what
+        ))
     }
 
     fn immutable_cycle(&self) -> Error {
@@ -232,6 +293,7 @@ impl<S: Source> Rebuild<S> {
             ))
         })?;
         self.built.insert(id, obj.clone().into());
+        self.made.push(obj.clone().into());
         for (f, c) in given {
             match self.child(c)? {
                 Ok(v) => {
@@ -292,6 +354,7 @@ impl<S: Source> Rebuild<S> {
         for (f, target) in open {
             self.later.push((Slot::Field(obj.clone(), f), target));
         }
+        self.made.push(made.clone());
         Ok(made)
     }
 

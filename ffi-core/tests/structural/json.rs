@@ -184,3 +184,33 @@ fn graphs_deeper_than_the_stack_are_recursion_errors() {
         );
     }
 }
+
+/// A Dict or Map node whose keys repeat (two String nodes "k", or one node twice): the later
+/// value replaced the earlier, so a node the graph had built could be left unreachable, and a
+/// Dict holding itself that way was never freed (the `json_graph` fuzz target's LeakSanitizer
+/// replay found it). No writer makes such a graph: it is a ValueError.
+#[test]
+fn repeated_keys_are_value_errors() {
+    let texts = [
+        r#"{"root_index": 0, "nodes": [{"type": "ffi.Dict", "data": [1, 2, 3, 2]},
+            {"type": "ffi.String", "data": "k"}, {"type": "int", "data": 1},
+            {"type": "ffi.String", "data": "k"}]}"#,
+        r#"{"root_index": 0, "nodes": [{"type": "ffi.Dict", "data": [0, 1, 0, 2]},
+            {"type": "ffi.Dict", "data": [1, 1]}, {"type": "int", "data": 1}]}"#,
+    ];
+    for text in texts {
+        let e = from_json_graph(text).unwrap_err();
+        assert_eq!(e.kind(), "ValueError");
+        assert_eq!(
+            e.message(),
+            "from_json_graph_str: entry 1 of a Dict repeats the key of an earlier entry"
+        );
+    }
+    let map = r#"{"root_index": 0, "nodes": [{"type": "ffi.Map", "data": [1, 1, 1, 1]},
+        {"type": "int", "data": 7}]}"#;
+    let e = from_json_graph(map).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "from_json_graph_str: an entry of a Map repeats the key of an earlier entry"
+    );
+}

@@ -1,9 +1,10 @@
 //! Panics at this library's entry points. Every entry catches them (`catch`), and the error it
 //! raises says what panicked, where: "rffi: panic in the fast call path: <message> (at
 //! <file>:<line>)". Nothing is printed: this library's panic hook (its own copy of std's, which
-//! the host's hooks and other libraries' never see) keeps the site for the catch instead.
+//! the host's hooks and other libraries' never see) keeps the site for the catch instead. A panic
+//! outside every `catch` (which ends the process) is still printed, by the default hook.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -11,17 +12,24 @@ use std::sync::Once;
 thread_local! {
     /// The site of this thread's panic being unwound (set by the hook, taken by `catch`).
     static SITE: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// How many `catch` calls this thread is inside.
+    static CATCHING: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Replaces the printing default hook with one that records the site (once per process).
+/// Replaces the printing default hook with one that records the site of a panic that a `catch`
+/// will catch, and prints the others (once per process).
 fn install_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
+        let print = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // `try_with`: a panic while the thread's locals are being destroyed has no slots.
+            if CATCHING.try_with(Cell::get).unwrap_or(0) == 0 {
+                return print(info);
+            }
             let site = info
                 .location()
                 .map(|l| format!("{}:{}", l.file(), l.line()));
-            // `try_with`: a panic while the thread's locals are being destroyed has no slot.
             let _ = SITE.try_with(|s| *s.borrow_mut() = site);
         }))
     });
@@ -31,7 +39,10 @@ fn install_hook() {
 /// `panic!` makes) and the site.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     install_hook();
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+    CATCHING.with(|c| c.set(c.get() + 1));
+    let caught = catch_unwind(AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(c.get() - 1));
+    caught.map_err(|payload| {
         let text = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
