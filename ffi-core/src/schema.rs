@@ -257,6 +257,14 @@ impl TypeSchema {
                     out.push(t.convert_at(&item.view(), path)?);
                     path.truncate(len);
                 }
+                let wanted = if matches!(self, S::List(_)) {
+                    kRFFIList
+                } else {
+                    kRFFIArray
+                };
+                if ti == wanted && unchanged(&items, out.iter()) {
+                    return owned(path); // already what is expected: the same container
+                }
                 Ok(match self {
                     S::List(_) => crate::containers::make_list(out),
                     _ => Any::from(Array::new(out)),
@@ -293,6 +301,15 @@ impl TypeSchema {
                     path.truncate(len);
                     out.push((ck, cv));
                 }
+                let wanted = if matches!(self, S::Dict(..)) {
+                    kRFFIDict
+                } else {
+                    kRFFIMap
+                };
+                let flat = pairs.iter().flat_map(|(k, v)| [k, v]);
+                if ti == wanted && unchanged(flat, out.iter().flat_map(|(k, v)| [k, v])) {
+                    return owned(path); // already what is expected: the same container
+                }
                 Ok(match self {
                     S::Dict(..) => crate::containers::make_dict(out),
                     // Keys came out of a map, so they hash.
@@ -302,6 +319,17 @@ impl TypeSchema {
             _ => fail(path),
         }
     }
+}
+
+/// Whether converting the items changed none of them (then the container itself is kept).
+fn unchanged<'a>(
+    before: impl IntoIterator<Item = &'a Any>,
+    after: impl IntoIterator<Item = &'a Any>,
+) -> bool {
+    before
+        .into_iter()
+        .zip(after)
+        .all(|(a, b)| crate::structural::same_value(a, b))
 }
 
 /// The payload of an int or bool value.

@@ -1,6 +1,8 @@
 //! `testing.SchemaAllTypes`: an object with a field of each kind a type schema describes (plain
 //! values, optional values, containers of values, a value of several types), and methods taking
 //! and returning them; tvm-ffi's tests use it to check type information and conversions.
+//! Also `testing.TestDeepCopyEdges` (an any field and an object field) and the
+//! `testing.schema_id_*` functions (their argument converted to a container type).
 
 use crate::reflection::{Obj, ObjectHeader};
 use crate::{Any, Array, DataType, Device, Map};
@@ -98,4 +100,49 @@ crate::object_type! {
             }))
         };
     }
+}
+
+crate::object_type! {
+    /// A field of any value and a field of any object: what deep copies go into.
+    pub struct TestDeepCopyEdges("testing.TestDeepCopyEdges") {
+        /// Any value (None included).
+        pub v_any: Any,
+        /// Any object.
+        pub v_obj: crate::ObjectRef,
+    }
+    methods {
+        /// Makes one from its fields.
+        #[static_method]
+        "__ffi_init__" => |v_any: Any, v_obj: crate::ObjectRef| Obj::new(TestDeepCopyEdges {
+            base: ObjectHeader::default(),
+            v_any,
+            v_obj,
+        });
+    }
+}
+
+/// Registers `testing.schema_id_<name>`: the argument converted to `schema` (a TypeSchema's
+/// JSON), as a function declared with that parameter type receives it (an Array where a List is
+/// expected becomes a List, and so on; an item of the wrong type is a TypeError).
+macro_rules! schema_identity {
+    ($($name:literal => $schema:literal;)*) => {$(
+        crate::function_registry::register_builtin!($name, |v: Any| -> crate::Result<Any> {
+            crate::schema::TypeSchema::from_json($schema)?.convert(&v.view())
+        });
+    )*};
+}
+
+schema_identity! {
+    "testing.schema_id_arr_int" => r#"{"type":"ffi.Array","args":[{"type":"int"}]}"#;
+    "testing.schema_id_arr_str" => r#"{"type":"ffi.Array","args":[{"type":"ffi.String"}]}"#;
+    "testing.schema_id_list_int" => r#"{"type":"ffi.List","args":[{"type":"int"}]}"#;
+    "testing.schema_id_list_str" => r#"{"type":"ffi.List","args":[{"type":"ffi.String"}]}"#;
+    "testing.schema_id_map_str_int" =>
+        r#"{"type":"ffi.Map","args":[{"type":"ffi.String"},{"type":"int"}]}"#;
+    "testing.schema_id_map_str_str" =>
+        r#"{"type":"ffi.Map","args":[{"type":"ffi.String"},{"type":"ffi.String"}]}"#;
+    "testing.schema_id_dict_str_int" =>
+        r#"{"type":"ffi.Dict","args":[{"type":"ffi.String"},{"type":"int"}]}"#;
+    "testing.schema_id_dict_str_str" =>
+        r#"{"type":"ffi.Dict","args":[{"type":"ffi.String"},{"type":"ffi.String"}]}"#;
 }

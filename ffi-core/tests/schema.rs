@@ -339,3 +339,30 @@ fn a_signature_checks_and_converts_every_call() {
         .message()
         .contains("argument #0 (`a`)"));
 }
+
+#[test]
+fn a_container_that_already_fits_is_kept_itself() {
+    let same = |a: &Any, b: &Any| {
+        a.view()
+            .as_object()
+            .unwrap()
+            .same_as(b.view().as_object().unwrap())
+    };
+    let ints = schema(r#"{"type":"ffi.Array","args":[{"type":"int"}]}"#);
+    let arr = Any::from(Array::new(vec![1i64.into(), 2i64.into()]));
+    assert!(same(&ints.convert(&arr.view()).unwrap(), &arr));
+    // Items that convert (int -> float), or another container type: a new container.
+    let floats = schema(r#"{"type":"ffi.Array","args":[{"type":"float"}]}"#);
+    assert!(!same(&floats.convert(&arr.view()).unwrap(), &arr));
+    let list = schema(r#"{"type":"ffi.List","args":[{"type":"int"}]}"#);
+    let as_list = list.convert(&arr.view()).unwrap();
+    assert!(as_list.try_as::<List>().is_ok());
+    assert!(same(&list.convert(&as_list.view()).unwrap(), &as_list));
+
+    let table = schema(r#"{"type":"ffi.Dict","args":[{"type":"ffi.String"},{"type":"int"}]}"#);
+    let d = Any::from(Dict::new(vec![("k".into(), 1i64.into())]).unwrap());
+    assert!(same(&table.convert(&d.view()).unwrap(), &d));
+    let m = Any::from(Map::new(vec![("k".into(), 1i64.into())]).unwrap());
+    let as_dict = table.convert(&m.view()).unwrap();
+    assert!(as_dict.try_as::<Dict>().is_ok() && !same(&as_dict, &m));
+}

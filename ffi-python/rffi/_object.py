@@ -197,8 +197,14 @@ class Object(STORAGE):
             if key not in memo:
                 memo[key] = _global("ffi.DeepCopy")(self)
             return memo[key]
+        # Keyed by the object too: an Array reached twice (through two wrappers) is copied once,
+        # and the copies share it as the original does.
+        key = ("rffi.Object", self._h)
+        if key in memo:
+            return memo[key]
         rebuild, args = self._value_form("deepcopy")
-        return rebuild(*_copy.deepcopy(args, memo))
+        memo[key] = dup = rebuild(*_copy.deepcopy(args, memo))
+        return dup
 
     def __reduce__(self):
         self._check_live("pickle")

@@ -249,3 +249,24 @@ def test_handle_is_read_only(name, testing):
         del obj._handle
     assert obj._handle == h
     assert testing.echo(obj).same_as(obj)
+
+
+def test_deepcopy_keeps_containers_shared():
+    shared = rffi.Array([1, 2])
+    outer = rffi.Array([shared, shared, rffi.Map({"s": shared})])
+    dup = copy.deepcopy(outer)
+    assert dup[0].same_as(dup[1]) and dup[2]["s"].same_as(dup[0])
+    assert not dup[0].same_as(shared)
+
+
+def test_shallow_copy_of_a_dataclass_shares_its_containers():
+    @rffi.dataclasses.py_class("test_copies.Holder")
+    class Holder:
+        items: list[int]
+        table: dict[str, int]
+
+    h = Holder([1, 2], {"a": 1})
+    c = copy.copy(h)
+    assert c.items.same_as(h.items) and c.table.same_as(h.table)
+    d = copy.deepcopy(h)
+    assert not d.items.same_as(h.items) and list(d.items) == [1, 2]

@@ -77,6 +77,36 @@ def test_schema_all_types():
     assert list(merged["k"]) == [1, 2] and list(merged["j"]) == [3]
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "kind", "bad"),
+    [
+        ("arr_int", rffi.List([1, 2]), rffi.Array, ["x"]),
+        ("list_int", rffi.Array([1, 2]), rffi.List, [1.5]),
+        ("list_str", ["a"], rffi.List, [1]),
+        ("map_str_int", rffi.Dict({"a": 1}), rffi.Map, {"a": "b"}),
+        ("dict_str_str", rffi.Map({"a": "b"}), rffi.Dict, {1: "b"}),
+    ],
+)
+def test_schema_identities_convert_between_container_types(name, value, kind, bad):
+    f = getattr(rffi.testing, f"schema_id_{name}")
+    out = f(value)
+    assert type(out) is kind
+    if kind in (rffi.Map, rffi.Dict):
+        assert dict(out.items()) == dict(value.items())
+    else:
+        assert list(out) == list(value)
+    with pytest.raises(TypeError, match="expected"):
+        f(bad)
+
+
+def test_deep_copy_goes_into_any_and_object_fields():
+    inner = rffi.testing.TestIntPair(3, 4)
+    obj = rffi.testing.create_object("testing.TestDeepCopyEdges", v_any=inner, v_obj=inner)
+    dup = copy.deepcopy(obj)
+    assert not dup.v_any.same_as(inner) and dup.v_any.a == 3
+    assert dup.v_any.same_as(dup.v_obj)  # shared in the original: shared in the copy
+
+
 class Status(dc.Enum, type_key="test_enums.Status"):
     ready = dc.auto()
     done = dc.auto()

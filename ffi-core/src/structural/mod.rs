@@ -58,7 +58,7 @@ pub use traverse_api::{
 };
 
 use crate::abi::*;
-use crate::any::AnyView;
+use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::reflection::all_fields;
 use crate::type_registry::type_info;
@@ -126,6 +126,23 @@ pub(crate) fn is_node(class: Class) -> bool {
 /// The text or bytes of a string-like value.
 pub(crate) fn text_of<'v>(v: &'v AnyView<'_>) -> &'v [u8] {
     crate::string::str_bytes_of(v).unwrap_or_default()
+}
+
+/// Whether two values are the same value: the same object, the same text or bytes (a string
+/// rebuilt from the same text is the same), the same plain value. What a traversal's callback
+/// returning its input, or a conversion that changed nothing, gives.
+pub(crate) fn same_value(a: &Any, b: &Any) -> bool {
+    let (ca, cb) = (class_of(a.type_index()), class_of(b.type_index()));
+    match (ca, cb) {
+        (Class::Str, Class::Str) | (Class::Bytes, Class::Bytes) => {
+            text_of(&a.view()) == text_of(&b.view())
+        }
+        _ => {
+            let (ra, rb) = (a.as_raw(), b.as_raw());
+            // SAFETY: every value has its 8 payload bytes initialised.
+            ra.type_index == rb.type_index && unsafe { ra.v.v_int64 == rb.v.v_int64 }
+        }
+    }
 }
 
 /// The address of an object value (0 for other values): its identity.

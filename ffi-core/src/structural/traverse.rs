@@ -25,7 +25,7 @@
 
 use super::items::{Entries, Seq};
 use super::rebuild::{Child, Desc, Rebuild, Source};
-use super::{addr, class_of, eq_hash_kind, text_of, Class, Depth};
+use super::{addr, class_of, eq_hash_kind, same_value, Class, Depth};
 use crate::abi::*;
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
@@ -606,23 +606,6 @@ fn array_of(v: &Any) -> Result<Array> {
 
 fn list_of(v: &Any) -> Result<List> {
     v.view().try_as::<List>()
-}
-
-/// Whether a callback's result stands for the value it got (then nothing changed): the same
-/// object, the same text or bytes (a string rebuilt from the same text is the same), the same
-/// plain value.
-pub(crate) fn same_value(a: &Any, b: &Any) -> bool {
-    let (ca, cb) = (class_of(a.type_index()), class_of(b.type_index()));
-    match (ca, cb) {
-        (Class::Str, Class::Str) | (Class::Bytes, Class::Bytes) => {
-            text_of(&a.view()) == text_of(&b.view())
-        }
-        _ => {
-            let (ra, rb) = (a.as_raw(), b.as_raw());
-            // SAFETY: every value has its 8 payload bytes initialised.
-            ra.type_index == rb.type_index && unsafe { ra.v.v_int64 == rb.v.v_int64 }
-        }
-    }
 }
 
 /// The parts of a value a traversal goes into.
