@@ -103,6 +103,9 @@ class List(Object, MutableSequence):
     def _value_form(self, what: str):
         return (List, (self._items(),))
 
+    def _copy_shell(self):
+        return List(), self._items(), List.extend
+
 
 class Dict(MappingViewsMixin, Object, MutableMapping):
     """A mutable, shared mapping in insertion order (``ffi.Dict``). ``rffi.Dict({"a": 1})``."""
@@ -156,8 +159,12 @@ class Dict(MappingViewsMixin, Object, MutableMapping):
         return mapping_repr(self, self._pairs())
 
 
+    # Pairs, not a dict: a key may be a List or Dict, which Python cannot hash.
     def _value_form(self, what: str):
-        return (Dict, (dict(self._pairs()),))
+        return (Dict, (self._pairs(),))
+
+    def _copy_shell(self):
+        return Dict(), self._pairs(), Dict.update
 
 
 CLASS_OF_INDEX[K_LIST] = List

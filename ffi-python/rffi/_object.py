@@ -20,7 +20,9 @@ Copies (one rule for every wrapper, defined here):
   modules, errors: immutable values or handles) a new wrapper of the same object.
 * ``copy.deepcopy(obj)`` and ``pickle`` copy by value, through ``_value_form()``: a type with a
   value form (containers of values, errors, CPU tensors) returns ``(rebuild, args)``; the others
-  (functions, modules, opaque objects, device memory) raise a TypeError naming the type.
+  (functions, modules, opaque objects, device memory) raise a TypeError naming the type. The
+  memo is keyed by the object, not the wrapper; a List or Dict is in it before its items are
+  copied, so cycles through them are kept.
 * Objects of registered types (with fields) are copied by the runtime: ``copy.deepcopy`` makes a
   new graph with the same sharing and cycles (``ffi.DeepCopy``), ``pickle`` writes their JSON
   graph. Their default ``repr`` is the runtime's field-wise text (``ffi.ReprPrint``).
@@ -202,9 +204,24 @@ class Object(STORAGE):
         key = ("rffi.Object", self._h)
         if key in memo:
             return memo[key]
+        shell = self._copy_shell()
+        if shell is not None:
+            # A mutable container is in the memo before its items are copied, so a cycle back
+            # to it (a List holding a Map that holds the List) reaches the copy, as for `list`.
+            dup, items, fill = shell
+            memo[key] = dup
+            fill(dup, _copy.deepcopy(items, memo))
+            return dup
         rebuild, args = self._value_form("deepcopy")
-        memo[key] = dup = rebuild(*_copy.deepcopy(args, memo))
-        return dup
+        dup = rebuild(*_copy.deepcopy(args, memo))
+        # A cycle through a mutable item may have copied this object already (as for `tuple`):
+        # that copy is the one the cycle holds.
+        return memo.setdefault(key, dup)
+
+    def _copy_shell(self):
+        """``(empty copy, items, fill)`` for a mutable container, whose deep copy is made empty
+        first and filled by ``fill(copy, copied items)``; None for the others."""
+        return None
 
     def __reduce__(self):
         self._check_live("pickle")

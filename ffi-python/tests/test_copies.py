@@ -270,3 +270,30 @@ def test_shallow_copy_of_a_dataclass_shares_its_containers():
     assert c.items.same_as(h.items) and c.table.same_as(h.table)
     d = copy.deepcopy(h)
     assert not d.items.same_as(h.items) and list(d.items) == [1, 2]
+
+
+def test_deepcopy_keeps_cycles_through_lists_and_dicts():
+    lst = rffi.List()
+    m = rffi.Map({"list": lst})
+    lst.append(m)
+    for root, back in ((lst, lambda c: c[0]["list"]), (m, lambda c: c["list"][0])):
+        dup = copy.deepcopy(root)
+        assert not dup.same_as(root)
+        assert back(dup).same_as(dup)
+    d = rffi.Dict()
+    key = rffi.List([d])
+    d[key] = rffi.Array([d])
+    dup = copy.deepcopy(d)
+    (k, v), = dup.items()
+    assert k[0].same_as(dup) and v[0].same_as(dup) and not k.same_as(key)
+    # An immutable root reached again through its cycle: one copy, the one the cycle holds.
+    arr = rffi.Array([lst])
+    dup = copy.deepcopy(arr)
+    assert dup[0][0]["list"].same_as(dup[0]) and not dup[0].same_as(lst)
+
+
+def test_pickle_dict_with_a_container_key():
+    d = rffi.Dict()
+    d[rffi.List([1])] = 2
+    (k, v), = pickle.loads(pickle.dumps(d)).items()
+    assert list(k) == [1] and v == 2
