@@ -169,9 +169,9 @@ pub unsafe extern "C" fn rffi_python_make_object_storage() -> *mut c_void {
 /// `__init__` and `__repr__` are inherited), `base_basicsize` that class's `__basicsize__` (a
 /// multiple of 8; the native fields follow it), and `hooks` a dict of the package's functions
 /// and facts by name (`fallback`, `take_raised`, `decode`, `table`, `resolve`, `decoders`,
-/// `classes`, `decode_arg`, `write_owned`, `callback_failed`; see [`Hooks`] and the package's
-/// `rffi/_native.py`). Instances add the members `release_gil`, `_gil_with_arguments` and
-/// `__vectorcalloffset__`.
+/// `classes`, `decode_arg`, `write_owned`, `callback_failed`; see `Hooks` in this crate and the
+/// package's `rffi/_native.py`). Instances add the members `release_gil`, `_gil_with_arguments`
+/// and `__vectorcalloffset__`.
 /// Requires a successful `rffi_python_init`; call through `ctypes.PyDLL` (the GIL held) with
 /// `restype = ctypes.py_object`.
 ///
