@@ -306,14 +306,15 @@ def write_owned(value, result_ptr: int) -> None:
         _memmove(result_ptr, _pack_float_any(_lib.kFloat, value), L.ANY)
         return
     fr = scratch()
+    keep = None
     try:
         i = ARGS
         keep = (TABLE.get(t) or kind_of(t)).setter(value, fr, i)
         if _ToOwned(fr[3] + L.WORD * i, result_ptr) != 0:
             raise take_raised_exception()
+    finally:
         if keep is not None:
             release_temps((keep,))
-    finally:
         SCRATCH.append(fr)
 
 
@@ -326,6 +327,7 @@ def convert(value):
     if (TABLE.get(t) or kind_of(t)) == CALLABLE:
         return _callback.function_from_callable(value)
     fr = scratch()
+    keep = None
     try:
         i = ARGS
         t = type(value)
@@ -333,11 +335,11 @@ def convert(value):
         addr = fr[3]
         if _ToOwned(addr + L.WORD * i, addr + L.FRAME_RESULT) != 0:
             raise take_raised_exception()
-        if keep is not None:
-            release_temps((keep,))
         w = fr[1][2]
         result = decode_frame_result(fr, w) if w else None
     finally:
+        if keep is not None:
+            release_temps((keep,))
         fr[1][2] = 0
         SCRATCH.append(fr)
     t = type(result)

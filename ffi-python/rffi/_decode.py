@@ -118,8 +118,14 @@ def decode_pod(ti: int, ln: int, p: int):
         dec = OBJ_DECODERS.get(_lib.kDLTensorPtr)
         return dec(p) if dec is not None else _c_void_p(p or None)
     if ti == _lib.kObjectRValueRef:
-        h = _c_void_p.from_address(p).value
-        return None if not h else obj_borrowed(header_type_index(h), h)
+        # A moved object: the callee takes the reference out of the slot, so the caller's
+        # wrapper is empty after the call (as when a compiled callee moves out of it).
+        slot = _c_void_p.from_address(p)
+        h = slot.value
+        if not h:
+            return None
+        slot.value = None
+        return obj_owned(header_type_index(h), h)
     raise TypeError(f"rffi: cannot convert a value of type index {ti} to Python")
 
 

@@ -60,30 +60,37 @@ def fill(fr, args, n):
     d = fr[2]
     temps = None
     i = ARGS
-    for a in args:
-        t = type(a)
-        if t is int:
-            q[i] = 1
-            q[i + 1] = a
-        elif t is float:
-            q[i] = 3
-            d[i + 1] = a
-        elif t is str and len(a) <= 7 and a.isascii():
-            q[i] = 11 | (len(a) << 32)
-            q[i + 1] = int.from_bytes(a.encode(), "little")
-        else:
-            kind = TABLE.get(t) or kind_of(t)
-            if kind == OBJECT and a._h:  # runtime objects: borrowed as they are
-                q[i] = a._ti
-                q[i + 1] = a._h
+    try:
+        for a in args:
+            t = type(a)
+            if t is int:
+                q[i] = 1
+                q[i + 1] = a
+            elif t is float:
+                q[i] = 3
+                d[i + 1] = a
+            elif t is str and len(a) <= 7 and a.isascii():
+                q[i] = 11 | (len(a) << 32)
+                q[i + 1] = int.from_bytes(a.encode(), "little")
             else:
-                k = kind.setter(a, fr, i)
-                if k is not None:
-                    if temps is None:
-                        temps = [k]
-                    else:
-                        temps.append(k)
-        i += 2
+                kind = TABLE.get(t) or kind_of(t)
+                if kind == OBJECT and a._h:  # runtime objects: borrowed as they are
+                    q[i] = a._ti
+                    q[i + 1] = a._h
+                else:
+                    k = kind.setter(a, fr, i)
+                    if k is not None:
+                        if temps is None:
+                            temps = [k]
+                        else:
+                            temps.append(k)
+            i += 2
+    except BaseException:
+        # An argument that cannot be written: undo what the ones before it did (a moved
+        # object's reference goes back to its wrapper).
+        if temps is not None:
+            release_temps(temps)
+        raise
     return temps
 
 
@@ -266,11 +273,10 @@ class Function(Object):
         fr = new_frame(self._h, max(len(args), CAP))
         q = fr[1]
         q[1] = len(args)
-        temps = [
-            (TABLE.get(type(a)) or kind_of(type(a))).setter(a, fr, ARGS + 2 * k)
-            for k, a in enumerate(args)
-        ]
+        temps = []
         try:
+            for k, a in enumerate(args):
+                temps.append((TABLE.get(type(a)) or kind_of(type(a))).setter(a, fr, ARGS + 2 * k))
             if _CallFrame(fr[0]):
                 raise take_raised_exception()
             return q[2] & _M32, q[3]

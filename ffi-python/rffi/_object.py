@@ -126,6 +126,11 @@ class Object(STORAGE):
         name. The wrapper keeps the object alive, not the address."""
         return self._h
 
+    def __ctypes_handle__(self) -> ctypes.c_void_p:
+        """The object's address as a ``ctypes.c_void_p`` (its value None once the wrapper is
+        released or its object moved out), for ctypes calls; tvm-ffi's name."""
+        return ctypes.c_void_p(self._h or None)
+
     def same_as(self, other) -> bool:
         """Whether both wrap the same runtime object."""
         return isinstance(other, Object) and other._h == self._h
@@ -264,8 +269,9 @@ class ObjectRValueRef:
         self.slot = None
 
     def _rffi_after_call(self) -> None:
-        if self.slot is not None and not self.slot.value:
-            self.obj._h = 0  # the callee took the reference
+        if self.slot is not None:
+            # Back to the wrapper, or 0 where the callee took the reference.
+            self.obj._h = self.slot.value or 0
         self.slot = None
 
 

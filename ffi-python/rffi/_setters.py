@@ -28,7 +28,11 @@ def set_rvalue(v, fr, i):
     h = v.obj._h
     if not h:
         raise ValueError("cannot pass a moved or released object")
+    # The reference moves into the slot for the call; the wrapper gets it back afterwards
+    # unless the callee took it. Meanwhile the wrapper is empty, so nothing can reach the object
+    # through it once the callee owns it.
     v.slot = ctypes.c_void_p(h)
+    v.obj._h = 0
     q = fr[1]
     q[i] = _lib.kObjectRValueRef
     q[i + 1] = ctypes.addressof(v.slot)

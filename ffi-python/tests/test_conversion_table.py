@@ -161,6 +161,39 @@ def test_moved_objects_on_both_paths(testing):
             echo(moved)
 
 
+
+def test_a_moved_object_belongs_to_the_callee(testing):
+    use_count = testing.object_use_count
+    outer = rffi.Array([1, 2])
+    seen = []
+
+    def callback(x, expected):
+        # The callee holds the only reference; the caller's wrapper is empty meanwhile.
+        seen.append((use_count(x), outer.__chandle__()))
+        return x._move()
+
+    f = rffi.Function(callback)
+    for call in (f, _ctypes_path(f)):
+        outer = rffi.Array([1, 2])
+        handle = outer.__chandle__()
+        out = call(outer._move(), 1)
+        assert seen.pop() == (1, 0)
+        assert out.__chandle__() == handle and use_count(out) == 1
+        assert outer.__chandle__() == 0 and outer.__ctypes_handle__().value is None
+
+
+def test_a_failed_call_gives_a_moved_object_back(testing):
+    for echo in (testing.echo, _ctypes_path(testing.echo)):
+        a = rffi.Array([1, 2])
+        handle = a.__chandle__()
+        moved = a._move()
+        with pytest.raises(OverflowError, match="argument #1"):
+            echo(moved, 2**70)
+        with pytest.raises(ValueError, match="moved or released"):
+            echo(moved, moved)
+        assert a.__chandle__() == handle and testing.object_use_count(a) == 1
+        assert a.__ctypes_handle__().value == handle
+
 @pytest.mark.parametrize("kind", sorted(SAMPLES))
 def test_samples_resolve_to_their_kind(kind):
     for v in SAMPLES[kind]:
