@@ -34,6 +34,7 @@ mod hash;
 mod hooks;
 mod items;
 pub mod json;
+mod mutate;
 mod path;
 mod rebuild;
 mod repr;

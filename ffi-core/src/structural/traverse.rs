@@ -21,17 +21,17 @@
 //! then containers and objects that nothing else holds are changed in place. A map remembers,
 //! for variables (`structural_eq="var"`) and DAG nodes, what their children's mapping gave, so a
 //! variable's uses get the same new variable as its definition, and a shared DAG node is mapped
-//! once (callbacks still run at every occurrence).
+//! once (callbacks still run at every occurrence). Maps and mutations are in `mutate.rs`; this
+//! file holds the engine, walks and visits, and the parts of a value.
 
 use super::items::{Entries, Seq};
-use super::rebuild::{Child, Desc, Rebuild, Source};
-use super::{addr, class_of, eq_hash_kind, same_value, Class, Depth};
+use super::{class_of, eq_hash_kind, Class, Depth};
 use crate::abi::*;
 use crate::any::{Any, AnyView};
 use crate::error::{Error, Result};
 use crate::object::{alloc_object_with_deleter, body, obj_box_deleter, ObjectRef};
-use crate::reflection::{all_fields, init_field, read_field};
-use crate::{Array, Dict, Function, List, Map};
+use crate::reflection::{all_fields, read_field};
+use crate::Function;
 use core::ffi::c_void;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -64,7 +64,7 @@ pub enum Style {
 }
 
 impl Style {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Style::Walk(_) => "structural_walk",
             Style::Visit => "structural_visit",
@@ -108,13 +108,13 @@ impl Callback {
 
 /// The state of one traversal: the body of its visitor (or mutator) object, which callbacks get
 /// and call back into (`visit`, `mutate`, ...), so all of it is reached through `&self`.
-struct Engine {
-    style: Style,
+pub(super) struct Engine {
+    pub(super) style: Style,
     /// Emptied when the traversal returns, so a visitor a callback kept holds no callback.
     callbacks: RwLock<Vec<Callback>>,
     region: AtomicI32,
     /// Variables and DAG nodes mapped by default descent: address -> (the node, its result).
-    remap: Mutex<FxHashMap<usize, (Any, Any)>>,
+    pub(super) remap: Mutex<FxHashMap<usize, (Any, Any)>>,
     depth: Mutex<Depth>,
     thread: ThreadId,
     running: AtomicBool,
@@ -216,7 +216,7 @@ impl Traversal {
         Ok(t)
     }
 
-    fn engine(&self) -> &Engine {
+    pub(super) fn engine(&self) -> &Engine {
         // SAFETY: made by `new` (or checked by `from_object`): the body is an `Engine`.
         unsafe { body::<Engine>(&self.0) }
     }
@@ -259,7 +259,7 @@ impl Traversal {
         r
     }
 
-    fn nested<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    pub(super) fn nested<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let e = self.engine();
         e.depth.lock().unwrap_or_else(|p| p.into_inner()).enter()?;
         let r = f();
@@ -267,7 +267,7 @@ impl Traversal {
         r
     }
 
-    fn find(&self, index: i32) -> Option<Callback> {
+    pub(super) fn find(&self, index: i32) -> Option<Callback> {
         let callbacks = self
             .engine()
             .callbacks
@@ -276,7 +276,7 @@ impl Traversal {
         callbacks.iter().find(|c| c.matches(index)).cloned()
     }
 
-    fn call(&self, cb: &Callback, v: &AnyView<'_>, mode: Option<bool>) -> Result<Any> {
+    pub(super) fn call(&self, cb: &Callback, v: &AnyView<'_>, mode: Option<bool>) -> Result<Any> {
         let mut args: Vec<AnyView<'_>> = vec![*v];
         let region = Any::from(i64::from(self.region()));
         let me = Any::from_object(self.0.clone());
@@ -354,7 +354,7 @@ impl Traversal {
 
     /// Runs `f` over an object's fields: a variable defined by a simple definition has its
     /// fields walked as uses.
-    fn in_object<R>(&self, v: &AnyView<'_>, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    pub(super) fn in_object<R>(&self, v: &AnyView<'_>, f: impl FnOnce() -> Result<R>) -> Result<R> {
         if self.region() == kRFFIDefRegionKindSimple
             && eq_hash_kind(v.type_index()) == kRFFISEqHashKindFreeVar
         {
@@ -386,230 +386,10 @@ impl Traversal {
             ))),
         }
     }
-
-    // ---- Maps and mutations ----
-
-    /// Maps `v` (its callback if one matches, the style says how; else its children).
-    /// `owners` is the strong count `v` has when the traversal may change it in place (0: it
-    /// may not).
-    pub fn mutate(&self, v: &Any, owners: u32) -> Result<Any> {
-        self.nested(|| {
-            let Some(cb) = self.find(v.type_index()) else {
-                return self.default_mutate(v, owners);
-            };
-            match self.engine().style {
-                Style::Mutate => self.call(&cb, &v.view(), Some(in_place(v, owners))),
-                Style::Map(Order::Pre) => {
-                    let x = self.call(&cb, &v.view(), None)?;
-                    if same_value(&x, v) {
-                        drop(x);
-                        self.default_mutate(v, owners)
-                    } else {
-                        self.default_mutate(&x, 0)
-                    }
-                }
-                Style::Map(Order::Post) => {
-                    let x = self.default_mutate(v, owners)?;
-                    self.call(&cb, &x.view(), None)
-                }
-                style => Err(Error::type_error(format!(
-                    "mutate() is for maps and mutations, not {}",
-                    style.name()
-                ))),
-            }
-        })
-    }
-
-    /// Maps `v`'s children (each through [`mutate`](Self::mutate)) and returns `v` if none
-    /// changed, else `v` with the new children (changed in place when allowed, else a copy).
-    /// Variables and DAG nodes keep what their mapping gave for later occurrences.
-    pub fn default_mutate(&self, v: &Any, owners: u32) -> Result<Any> {
-        let index = v.type_index();
-        if class_of(index) != Class::Object {
-            return self.mutate_parts(v, owners);
-        }
-        let kind = eq_hash_kind(index);
-        let (var, dag) = (
-            kind == kRFFISEqHashKindFreeVar,
-            kind == kRFFISEqHashKindDAGNode,
-        );
-        let e = self.engine();
-        let key = addr(&v.view());
-        if var || dag {
-            let remap = e.remap.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, mapped)) = remap.get(&key) {
-                return Ok(mapped.clone());
-            }
-        }
-        // A variable outside a definition whose definition did not change: a use, unchanged.
-        if var && self.region() == kRFFIDefRegionKindNone {
-            return Ok(v.clone());
-        }
-        let out = self.mutate_parts(v, owners)?;
-        let record = dag || self.region() == kRFFIDefRegionKindPattern || !same_value(&out, v);
-        if (var || dag) && record {
-            let mut remap = e.remap.lock().unwrap_or_else(|p| p.into_inner());
-            remap.insert(key, (v.clone(), out.clone()));
-        }
-        Ok(out)
-    }
-
-    /// The replacement recorded for a variable or DAG node, if any.
-    pub fn remap_get(&self, var: &Any) -> Result<Option<Any>> {
-        let key = remap_key(var)?;
-        let remap = self
-            .engine()
-            .remap
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        Ok(remap.get(&key).map(|(_, m)| m.clone()))
-    }
-
-    /// Records `mapped` as the replacement of a variable or DAG node.
-    pub fn remap_set(&self, var: &Any, mapped: Any) -> Result<()> {
-        let key = remap_key(var)?;
-        let mut remap = self
-            .engine()
-            .remap
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        remap.insert(key, (var.clone(), mapped));
-        Ok(())
-    }
-
-    fn mutate_parts(&self, v: &Any, owners: u32) -> Result<Any> {
-        let here = in_place(v, owners);
-        // A child is held by its slot and by the copy `parts` read.
-        let child_owners = if here { 2 } else { 0 };
-        let view = v.view();
-        match parts(&view)? {
-            Parts::Leaf => Ok(v.clone()),
-            Parts::Seq(class, items) => {
-                let mut changed: Vec<(usize, Any)> = Vec::new();
-                for (i, x) in items.iter().enumerate() {
-                    let y = self.mutate(x, child_owners)?;
-                    if !same_value(&y, x) {
-                        changed.push((i, y));
-                    }
-                }
-                if changed.is_empty() {
-                    return Ok(v.clone());
-                }
-                if here {
-                    for (i, y) in changed {
-                        match class {
-                            // SAFETY: nothing else holds the Array (`in_place`).
-                            Class::Array => unsafe { array_of(v)?.replace_unique(i, y) },
-                            _ => list_of(v)?.set_item(i as i64, y)?,
-                        }
-                    }
-                    return Ok(v.clone());
-                }
-                let mut items = items;
-                for (i, y) in changed {
-                    items[i] = y;
-                }
-                Ok(match class {
-                    Class::Array => Array::new(items).into(),
-                    _ => List::new(items).into(),
-                })
-            }
-            Parts::Map(class, entries) => {
-                let mut changed: Vec<(usize, Any)> = Vec::new();
-                for (i, (_, x)) in entries.iter().enumerate() {
-                    let y = self.mutate(x, child_owners)?;
-                    if !same_value(&y, x) {
-                        changed.push((i, y));
-                    }
-                }
-                if changed.is_empty() {
-                    return Ok(v.clone());
-                }
-                if here && class == Class::Dict {
-                    let d: Dict = view.try_as()?;
-                    for (i, y) in changed {
-                        d.set_item(entries[i].0.clone(), y)?;
-                    }
-                    return Ok(v.clone());
-                }
-                let mut entries = entries;
-                for (i, y) in changed {
-                    entries[i].1 = y;
-                }
-                Ok(match class {
-                    Class::Map => Map::new(entries)?.into(),
-                    _ => Dict::new(entries)?.into(),
-                })
-            }
-            Parts::Object(fields) => {
-                let mut changed: Vec<(usize, Any)> = Vec::new();
-                self.in_object(&view, || {
-                    for (i, (f, x)) in fields.iter().enumerate() {
-                        let y = match field_region(f) {
-                            FieldRegion::Skip => continue,
-                            FieldRegion::Same => self.mutate(x, child_owners)?,
-                            FieldRegion::Enter(k) => {
-                                self.with_region(k, || self.mutate(x, child_owners))?
-                            }
-                        };
-                        if !same_value(&y, x) {
-                            changed.push((i, y));
-                        }
-                    }
-                    Ok(())
-                })?;
-                if changed.is_empty() {
-                    return Ok(v.clone());
-                }
-                if here {
-                    let obj = view.as_object().expect("an object");
-                    for (i, y) in changed {
-                        init_field(obj, fields[i].0, &y.view())?;
-                    }
-                    return Ok(v.clone());
-                }
-                let mut fields = fields;
-                for (i, y) in changed {
-                    fields[i].1 = y;
-                }
-                rebuild_object(v.type_index(), fields, self.engine().style.name())
-            }
-        }
-    }
-}
-
-fn remap_key(var: &Any) -> Result<usize> {
-    let kind = eq_hash_kind(var.type_index());
-    if class_of(var.type_index()) != Class::Object
-        || !(kind == kRFFISEqHashKindFreeVar || kind == kRFFISEqHashKindDAGNode)
-    {
-        return Err(Error::type_error(format!(
-            "var_remap: expected a variable or DAG node (structural_eq=\"var\" or \"dag\"), got {}",
-            var.view().type_name()
-        )));
-    }
-    Ok(addr(&var.view()))
-}
-
-/// Whether `v` may be changed in place: allowed (`owners` > 0) and held by nobody else.
-fn in_place(v: &Any, owners: u32) -> bool {
-    owners != 0
-        && v.type_index() >= kRFFIStaticObjectBegin
-        && v.view()
-            .as_object()
-            .is_some_and(|o| o.strong_count() == owners)
-}
-
-fn array_of(v: &Any) -> Result<Array> {
-    v.view().try_as::<Array>()
-}
-
-fn list_of(v: &Any) -> Result<List> {
-    v.view().try_as::<List>()
 }
 
 /// The parts of a value a traversal goes into.
-enum Parts {
+pub(super) enum Parts {
     Leaf,
     Seq(Class, Vec<Any>),
     Map(Class, Vec<(Any, Any)>),
@@ -617,7 +397,7 @@ enum Parts {
     Object(Vec<(&'static RFFIFieldInfo, Any)>),
 }
 
-fn parts(v: &AnyView<'_>) -> Result<Parts> {
+pub(super) fn parts(v: &AnyView<'_>) -> Result<Parts> {
     let class = class_of(v.type_index());
     Ok(match class {
         Class::Array | Class::List => Parts::Seq(
@@ -647,7 +427,7 @@ fn parts(v: &AnyView<'_>) -> Result<Parts> {
     })
 }
 
-enum FieldRegion {
+pub(super) enum FieldRegion {
     /// Left out (`structural_eq="ignore"`).
     Skip,
     /// In the region around it.
@@ -656,7 +436,7 @@ enum FieldRegion {
     Enter(i32),
 }
 
-fn field_region(f: &RFFIFieldInfo) -> FieldRegion {
+pub(super) fn field_region(f: &RFFIFieldInfo) -> FieldRegion {
     if f.flags & kRFFIFieldFlagBitMaskSEqHashIgnore != 0 {
         FieldRegion::Skip
     } else if f.flags & kRFFIFieldFlagBitMaskSEqHashDefSimple != 0 {
@@ -676,26 +456,4 @@ fn first_some(visits: impl Iterator<Item = Result<Option<Any>>>) -> Result<Optio
         }
     }
     Ok(None)
-}
-
-/// A new object of type `index` with the given field values, built the way a copy builds one.
-fn rebuild_object(
-    index: i32,
-    fields: Vec<(&'static RFFIFieldInfo, Any)>,
-    what: &'static str,
-) -> Result<Any> {
-    struct One(Option<Desc<()>>);
-    impl Source for One {
-        type Id = ();
-        fn describe(&mut self, _: ()) -> Result<Desc<()>> {
-            self.0
-                .take()
-                .ok_or_else(|| Error::runtime_error("one object described twice"))
-        }
-    }
-    let fields = fields
-        .into_iter()
-        .map(|(f, v)| (f, Child::Value(v)))
-        .collect();
-    Rebuild::new(One(Some(Desc::Object(index, fields))), what).run(Child::Node(()))
 }
