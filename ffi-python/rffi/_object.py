@@ -154,6 +154,7 @@ class Object(STORAGE):
 
     def _use_count(self) -> int:
         """The object's strong reference count (this wrapper's included)."""
+        self._check_live("read")
         return _read_u64(self._h).value & 0xFFFFFFFF
 
     def __repr__(self) -> str:

@@ -33,6 +33,9 @@ class Tensor(Object):
     __slots__ = ()
 
     def _dl(self):
+        # Every property reads the tensor's memory: a released wrapper (address 0) must not.
+        if not self._h:
+            self._check_live("read")
         return _DLTENSOR_FMT.unpack(ctypes.string_at(self._h + L.TENSOR_DL, L.DLTENSOR_SIZE))
 
     @property

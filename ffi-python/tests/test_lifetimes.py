@@ -149,3 +149,59 @@ def test_object_results_use_the_registered_class(testing, monkeypatch):
         del r
         assert testing.object_use_count(arr) == 1
     assert made == [Counted]
+
+
+def _wrappers_of_every_kind(testing):
+    import numpy as np
+
+    yield rffi.Array([1, 2])
+    yield rffi.List([1, 2])
+    yield rffi.Map({"a": 1})
+    yield rffi.Dict({"a": 1})
+    yield rffi.from_dlpack(np.zeros((2, 3)))
+    yield rffi.get_global_func("testing.echo")
+    yield rffi.Function(lambda x: x)
+    yield rffi.convert(ValueError("x"))
+    yield rffi.testing.create_object(
+        "testing.TestObjectDerived", v_i64=1, v_map=rffi.Map({}), v_array=rffi.Array([])
+    )
+    yield _core.make_opaque(object())
+    yield rffi.structural.StructuralKey([1, 2])
+
+
+def test_a_released_wrapper_is_an_error_everywhere_never_a_read(testing):
+    """Every public attribute of every kind of wrapper, read and (when callable) called after the
+    wrapper was released: an exception or a value, never a read at address 0 (the Tensor's
+    properties and `_use_count` read there once)."""
+    echo = testing.echo
+    for fresh in _wrappers_of_every_kind(testing):
+        kind = type(fresh)
+        names = [n for n in dir(fresh) if not n.startswith("__")]
+        names += ["__len__", "__iter__", "__repr__", "__hash__", "__bool__", "__dlpack__"]
+        names += ["__dlpack_device__", "__reduce__", "__copy__", "__array__"]
+        for name in names:
+            if not hasattr(kind, name):
+                continue
+            obj = next(o for o in _wrappers_of_every_kind(testing) if type(o) is kind)
+            obj.__del__()
+            try:
+                value = getattr(obj, name)
+                if callable(value):
+                    value()
+            except (ValueError, TypeError, AttributeError, NotImplementedError, KeyError):
+                pass
+        obj = next(o for o in _wrappers_of_every_kind(testing) if type(o) is kind)
+        obj.__del__()
+        for use in (echo, lambda o: o == o, lambda o: o[0]):
+            try:
+                use(obj)
+            except (ValueError, TypeError, KeyError):
+                pass
+        if isinstance(obj, rffi.Tensor):
+            for prop in ("shape", "dtype", "device", "strides", "ndim"):
+                try:
+                    getattr(obj, prop)
+                except ValueError as e:
+                    assert "released" in str(e)
+                else:
+                    raise AssertionError(f"Tensor.{prop} of a released wrapper gave a value")
