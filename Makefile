@@ -7,7 +7,7 @@ LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
 .PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test cuda-check bench header clean \
-	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan
+	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan probe-python
 
 all: demo
 
@@ -122,6 +122,11 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz: fuzz-setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+## Hostile use of the Python package, each use in a forked child, on both call paths
+## (fuzz/python_probe.py; any crash or hang fails). Minutes; not part of `make test`.
+probe-python: check-tools
+	ffi-python/scripts/probe.sh
 
 ## The C tests under valgrind memcheck (any error or definite leak fails), and the Rust tests
 ## (plugins included) under AddressSanitizer with leak detection.

@@ -96,6 +96,8 @@ class DRef:
         return _f("DRefRegister")(self._obj)
 
     def __repr__(self) -> str:
+        if not self._obj._h:  # its handle was released: no register to name
+            return f"<rffi.{type(self).__name__} (released)>"
         return f"<rffi.{type(self).__name__} register {self.register}>"
 
 

@@ -6,7 +6,7 @@
 # mypy: the stub checks (typecheck.sh).
 source "$(dirname "$0")/_env.sh" pytest numpy ruff safetensors "ray>=2.9" mypy
 echo "== ruff check =="
-"$VENV/bin/ruff" check --config ffi-python/pyproject.toml ffi-python examples/python
+"$VENV/bin/ruff" check --config ffi-python/pyproject.toml ffi-python examples/python fuzz/python_probe.py
 # Run from the repository root: ffi-python/ is not on sys.path, so `import rffi` is the install.
 # Twice: the native fast path (where the interpreter allows it), then the ctypes path alone.
 echo "== pytest (default call path: $("$PY" -c 'import rffi._core as c; print("native fast path" if c.FASTPATH else "ctypes: " + c.FASTPATH_REASON)')) =="

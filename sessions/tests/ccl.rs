@@ -313,6 +313,38 @@ fn two_workers_sending_to_each_other_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn a_peer_naming_its_own_worker_or_none_fails_every_rank_at_once() {
+    for (kind, s) in sessions(2) {
+        let a = tensor(&s, 8, DataType::float(32));
+        // Worker 0 names itself; worker 1 sends to worker 0, which will never receive. Then
+        // worker 1 names a worker the session does not have while worker 0 sends to it.
+        for (peers, bad) in [
+            ([0, 0], "worker 0 cannot exchange with worker 0"),
+            ([1, 5], "worker 1 cannot exchange with worker 5"),
+        ] {
+            let t0 = Instant::now();
+            s.send(&a, &peers).unwrap();
+            let e = sync_err(&s);
+            assert!(e.message().contains(bad), "{kind}: {}", e.message());
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{kind}: {:?}",
+                t0.elapsed()
+            );
+            s.init_ccl_shm(64).unwrap();
+        }
+        // A peer list of the wrong length fails on every worker alike: still usable.
+        s.send(&a, &[1]).unwrap();
+        assert!(
+            sync_err(&s).message().contains("one entry per worker"),
+            "{kind}"
+        );
+        s.allreduce(&a, &a, "sum").unwrap();
+        s.sync().unwrap();
+    }
+}
+
+#[test]
 fn a_dead_worker_is_an_error_not_a_hang() {
     let s = ProcessSession::with_program(2, &worker_program()).unwrap();
     s.init_ccl("shm", &[]).unwrap();

@@ -342,6 +342,16 @@ impl Comm {
         }
     }
 
+    /// Tells the peers that this rank cannot take part in a transfer one of them may be waiting
+    /// in (the shared-memory communicator is marked broken, so they fail at once). NCCL has no
+    /// such signal: a peer's enqueued transfer waits on the GPU, as NCCL's own do.
+    pub fn give_up(&mut self, why: &str) {
+        match self {
+            Comm::Shm(c) => c.give_up(why),
+            Comm::Nccl(_) => {}
+        }
+    }
+
     /// Receives into `t` what rank `peer` sends.
     pub fn recv(&mut self, t: Result<&Tensor>, peer: usize) -> Result<()> {
         match self {

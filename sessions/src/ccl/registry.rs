@@ -107,26 +107,47 @@ register_global_packed!("ccl.gather_to_worker_0", |a: &[AnyView<'_>]| {
     collective("ccl.gather_to_worker_0", a, false)
 });
 
-/// This worker's peer: an int, or the entry for this rank of a list (`None`: nothing to do).
-fn peer_arg(v: &AnyView<'_>, rank: usize, world: usize, what: &str) -> Result<Option<usize>> {
-    let p: i64 = if let Ok(p) = v.try_as::<i64>() {
-        p
-    } else if let Ok(list) = v.try_as::<Array>() {
-        if list.len() != world {
-            return Err(Error::value_error(format!(
-                "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
-                 got {}",
-                list.len()
-            )));
-        }
-        list.get(rank)
-            .ok_or_else(|| Error::index_error("peer list"))?
-            .try_as::<i64>()?
-    } else {
+/// The peer argument: one int for every worker, or a list with one entry per worker. Its faults
+/// are the same on every worker.
+enum Peers {
+    One(i64),
+    PerWorker(Array),
+}
+
+fn peers_arg(v: &AnyView<'_>, world: usize, what: &str) -> Result<Peers> {
+    if let Ok(p) = v.try_as::<i64>() {
+        return Ok(Peers::One(p));
+    }
+    let Ok(list) = v.try_as::<Array>() else {
         return Err(Error::type_error(format!(
             "{what} argument #1 (peer): expected an int or a list of ints but got {}",
             v.type_name()
         )));
+    };
+    if list.len() != world {
+        return Err(Error::value_error(format!(
+            "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
+             got {}",
+            list.len()
+        )));
+    }
+    Ok(Peers::PerWorker(list))
+}
+
+/// This worker's peer (`None`: nothing to do). Its faults may be this worker's alone.
+fn peer_of(peers: &Peers, rank: usize, world: usize, what: &str) -> Result<Option<usize>> {
+    let p = match peers {
+        Peers::One(p) => *p,
+        Peers::PerWorker(list) => list
+            .get(rank)
+            .ok_or_else(|| Error::index_error("peer list"))?
+            .try_as::<i64>()
+            .map_err(|e| {
+                Error::type_error(format!(
+                    "{what} argument #1 (peer): entry {rank}: {}",
+                    e.message()
+                ))
+            })?,
     };
     if p < 0 {
         return Ok(None);
@@ -144,8 +165,20 @@ fn peer_arg(v: &AnyView<'_>, rank: usize, world: usize, what: &str) -> Result<Op
 fn p2p(what: &str, a: &[AnyView<'_>], send: bool) -> Result<Any> {
     let (rank, world) = rank_world(what)?;
     nargs(a, 2, what)?;
-    let Some(peer) = peer_arg(&a[1], rank, world, what)? else {
-        return Ok(Any::none());
+    let peers = peers_arg(&a[1], world, what)?;
+    let peer = match peer_of(&peers, rank, world, what) {
+        Ok(Some(peer)) => peer,
+        Ok(None) => return Ok(Any::none()),
+        Err(e) => {
+            // Other workers may be waiting in a transfer with this one, and it cannot tell
+            // which: the communicator is given up, so they fail at once (not at
+            // RFFI_CCL_TIMEOUT_S).
+            let _ = with_comm(what, |c: &mut Comm| {
+                c.give_up(&format!("worker {rank} refused {what}: {}", e.message()));
+                Ok(())
+            });
+            return Err(e);
+        }
     };
     with_comm(what, |c: &mut Comm| {
         let t = tensor_arg(a, 0, if send { "src" } else { "dst" }, what).and_then(|t| {

@@ -31,13 +31,15 @@ const OFF_EVENT: usize = 256;
 /// How many ranks sleep on the event word (wakers make a system call only when some do).
 const OFF_SLEEPERS: usize = 320;
 const RANK_BASE: usize = 4096;
-const RANK_AREA: usize = 1024;
+const RANK_AREA: usize = 2048;
 // Within a rank's area.
 const R_JOINED: usize = 0;
 const R_DESC: usize = 64; // two descriptors of DESC bytes
 const DESC: usize = 256;
 pub(super) const R_P2P: usize = 576;
 pub(super) const R_ACK: usize = 832;
+/// Why this rank broke the communicator, for the ranks that were waiting on it.
+const R_BROKEN_WHY: usize = 1024;
 const MSG_MAX: usize = 150;
 /// Lock bytes live far past the end of the file (locks may cover bytes that do not exist).
 const LOCK_OFF: i64 = 1 << 40;
@@ -282,7 +284,14 @@ impl ShmComm {
         Ok(())
     }
 
+    /// Marks the communicator broken on every rank, so that a peer waiting for this one fails
+    /// at once instead of at the timeout.
+    pub(super) fn give_up(&mut self, why: &str) {
+        self.break_with(why.to_string());
+    }
+
     fn break_with(&mut self, why: String) -> Error {
+        self.put_msg(self.area(self.rank) + R_BROKEN_WHY, &why);
         self.atomic32(OFF_BROKEN)
             .store(1 + self.rank as u32, Release);
         self.notify();
@@ -322,9 +331,14 @@ impl ShmComm {
                 if let Err(why) = done(self) {
                     return Err(self.break_with(why));
                 }
+                let giver = (b - 1) as usize;
+                let why = if giver < self.world {
+                    self.get_msg(self.area(giver) + R_BROKEN_WHY)
+                } else {
+                    format!("rank {giver} is outside the communicator")
+                };
                 return Err(self.break_with(format!(
-                    "worker {} gave up on it while worker {} waited in {what}",
-                    b - 1,
+                    "worker {giver} gave up on it ({why}) while worker {} waited in {what}",
                     self.rank
                 )));
             }

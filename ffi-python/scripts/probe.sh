@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Hostile use of a fresh `pip install ./ffi-python` (fuzz/python_probe.py: released and
+# uninitialised wrappers, every public callable and method with hostile arguments, each use in a
+# forked child), on both call paths. Usage: ffi-python/scripts/probe.sh [part ...] [--seed N]
+source "$(dirname "$0")/_env.sh" numpy
+export RFFI_PROBE_PLUGIN="$RFFI_EXAMPLE_RUST_PLUGIN"
+echo "== python_probe (default call path) =="
+"$PY" fuzz/python_probe.py "$@"
+echo "== python_probe (ctypes path: RFFI_PYTHON_FASTPATH=0) =="
+RFFI_PYTHON_FASTPATH=0 "$PY" fuzz/python_probe.py "$@"

@@ -1,0 +1,325 @@
+"""Hostile use of the rffi Python package, each use in a forked child so that a crash (a signal)
+or a hang (5 s) is seen and named instead of ending the probe:
+
+* ``released``: every public attribute of every kind of wrapper, read and called, after the
+  wrapper was released (``obj.__del__()``; an object moved out by ``obj._move()`` is the same);
+  then copied, deep-copied, pickled, passed to a function, indexed, compared.
+* ``bare``: the same over every ``rffi.Object`` class of the public modules, made by
+  ``cls.__new__(cls)`` and never initialised.
+* ``api``: every public callable of the public modules with no argument, each hostile value
+  alone, and random pairs and triples of them.
+* ``methods``: every public method of every kind of wrapper with hostile arguments.
+* ``sessions``: every method of a ThreadSession and a ProcessSession of two workers (with and
+  without a communicator, ``init_ccl("shm")``) with hostile arguments and values on the workers (tensors, freed values, a shut-down session's), then a
+  ``sync``: an error or a result, never a crash or a hang (30 s).
+
+Usage: ``python fuzz/python_probe.py [part ...] [--seed N]`` (all parts by default); exits 1 if
+any use crashed or hung. ``make probe-python`` runs it on both call paths; results go in
+docs/RELIABILITY.md. Python exceptions are the expected outcome and are not reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import pickle
+import random
+import signal
+import sys
+
+import numpy as np
+
+import rffi
+import rffi.access_path
+import rffi.core
+import rffi.dataclasses
+import rffi.serialization
+import rffi.shard
+import rffi.structural
+import rffi.testing
+
+PLUGIN = os.environ.get("RFFI_PROBE_PLUGIN", "")
+MODULES = (
+    rffi,
+    rffi.structural,
+    rffi.serialization,
+    rffi.access_path,
+    rffi.dataclasses,
+    rffi.core,
+    rffi.shard,
+)
+# Sessions start worker processes and Ray; `testing` is the helpers' own module.
+SKIP = {"RaySession", "ProcessSession", "ThreadSession", "Session", "session", "worker", "testing"}
+DUNDERS = (
+    "__len__ __iter__ __repr__ __str__ __hash__ __bool__ __dlpack__ __dlpack_device__ "
+    "__reduce__ __copy__ __chandle__ __ctypes_handle__ __array__ __call__ __getstate__"
+).split()
+OPERATORS = (
+    "__getitem__ __setitem__ __delitem__ __contains__ __call__ __dlpack__ __eq__ __lt__ "
+    "__add__ __mul__ __getattr__ __setattr__"
+).split()
+
+
+def hostile_values() -> list:
+    """Made afresh in each child: plain values at their limits, containers, runtime objects (one
+    released), callables, arrays, types."""
+    released = rffi.Array([1])
+    released.__del__()
+    return [
+        None, 0, -1, 2**63, -(2**64), 1.5, float("nan"), "x", "", "\x00", "int32", "cuda",
+        b"x", [], [1, [2]], {}, {"a": None}, (1,), object(), released,
+        rffi.from_dlpack(np.zeros((2, 3), dtype=np.float32)), rffi.Array([1, 2]),
+        rffi.Map({1: 2}), rffi.List(), rffi.Dict(), rffi.get_global_func("testing.echo"),
+        lambda *a: a, np.zeros(3), type, ValueError("e"), rffi.dtype("float32"),
+        rffi.device("cpu", 0),
+    ]  # fmt: skip
+
+
+def wrapper_makers() -> list:
+    makers = [
+        lambda: rffi.Array([1, 2]),
+        lambda: rffi.List([1, 2]),
+        lambda: rffi.Map({"a": 1}),
+        lambda: rffi.Dict({"a": 1}),
+        lambda: rffi.from_dlpack(np.zeros((2, 3))),
+        lambda: rffi.from_dlpack(np.zeros((0,), dtype=np.int8)),
+        lambda: rffi.get_global_func("testing.echo"),
+        lambda: rffi.Function(lambda x: x),
+        lambda: rffi.convert(ValueError("x")),
+        lambda: rffi.testing.create_object(
+            "testing.TestObjectDerived", v_i64=1, v_map=rffi.Map({}), v_array=rffi.Array([])
+        ),
+        lambda: rffi._core.make_opaque(object()),
+        lambda: rffi.structural.StructuralKey([1, 2]),
+        lambda: rffi.access_path.AccessPath.root(),
+    ]
+    if PLUGIN:
+        makers.append(lambda: rffi.load_module(PLUGIN))
+    return makers
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.uses = 0
+        self.failures: list[str] = []
+
+    def run(self, label: str, use, seconds: int = 5, setup=None) -> None:
+        """Runs ``use()`` (``use(setup())`` with a ``setup``) in a child; a signal or the alarm
+        after ``seconds`` is a failure named ``label``, and so is a ``setup`` that raises (the
+        use would test nothing)."""
+        self.uses += 1
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(seconds)
+            if setup is not None:
+                try:
+                    ctx = setup()
+                except BaseException as e:
+                    print(f"setup of {label} raised {type(e).__name__}: {e}", flush=True)
+                    os._exit(2)
+            try:
+                use() if setup is None else use(ctx)
+            except BaseException:  # exceptions are the expected outcome
+                pass
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        what = None
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            what = "hang" if sig == signal.SIGALRM else f"signal {sig}"
+        elif os.WEXITSTATUS(status) != 0:
+            what = f"setup failed (exit {os.WEXITSTATUS(status)})"
+        if what is not None:
+            self.failures.append(f"{label}: {what}")
+            print(f"FAILED {label}: {what}", flush=True)
+
+
+def _read_and_call(obj, name: str) -> None:
+    value = getattr(obj, name)
+    if callable(value):
+        value()
+
+
+WHOLE_USES = {
+    "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
+    "pickle": pickle.dumps,
+    "pass": lambda o: rffi.get_global_func("testing.echo")(o),
+    "item": lambda o: o[0],
+    "compare": lambda o: (o == o, o == 1, hash(o)),
+}
+
+
+def _attribute_names(obj, extra) -> list:
+    return sorted(
+        {n for n in dir(obj) if not n.startswith("__")} | {n for n in extra if hasattr(obj, n)}
+    )
+
+
+def probe_released(p: Probe, rng: random.Random) -> None:
+    for make in wrapper_makers():
+        kind = type(make()).__name__
+
+        def released(make=make):
+            obj = make()
+            obj.__del__()
+            return obj
+
+        for name in _attribute_names(make(), DUNDERS):
+            p.run(f"released {kind}.{name}", lambda r=released, n=name: _read_and_call(r(), n))
+        for what, use in WHOLE_USES.items():
+            p.run(f"released {kind} ({what})", lambda r=released, u=use: u(r()))
+
+
+def probe_bare(p: Probe, rng: random.Random) -> None:
+    classes = {
+        c
+        for m in MODULES + (rffi.testing,)
+        for c in vars(m).values()
+        if inspect.isclass(c) and issubclass(c, rffi.Object)
+    }
+    for cls in sorted(classes, key=lambda c: f"{c.__module__}.{c.__qualname__}"):
+        try:
+            probe = cls.__new__(cls)
+        except Exception:
+            continue
+        label = f"bare {cls.__module__}.{cls.__qualname__}"
+        for name in _attribute_names(probe, DUNDERS):
+            p.run(f"{label}.{name}", lambda c=cls, n=name: _read_and_call(c.__new__(c), n))
+        for what, use in WHOLE_USES.items():
+            p.run(f"{label} ({what})", lambda c=cls, u=use: u(c.__new__(c)))
+
+
+def _combos(rng: random.Random, n: int, random_each: int) -> list:
+    combos = [()] + [(i,) for i in range(n)]
+    combos += [
+        tuple(rng.randrange(n) for _ in range(k)) for k in (2, 3) for _ in range(random_each)
+    ]
+    return combos
+
+
+def probe_api(p: Probe, rng: random.Random) -> None:
+    n = len(hostile_values())
+    for mod in MODULES:
+        for name in sorted(vars(mod)) if mod is not rffi else sorted(dir(mod)):
+            if name.startswith("_") or name in SKIP:
+                continue
+            f = getattr(mod, name, None)
+            if not callable(f):
+                continue
+            for combo in _combos(rng, n, 25):
+
+                def use(f=f, combo=combo):
+                    values = hostile_values()
+                    f(*[values[i] for i in combo])
+
+                p.run(f"api {mod.__name__}.{name}{combo}", use)
+
+
+def probe_methods(p: Probe, rng: random.Random) -> None:
+    n = len(hostile_values())
+    for make in wrapper_makers():
+        kind = type(make()).__name__
+        for name in _attribute_names(make(), OPERATORS):
+            for combo in _combos(rng, n, 12)[1:]:
+
+                def use(make=make, name=name, combo=combo):
+                    values = hostile_values()
+                    getattr(make(), name)(*[values[i] for i in combo])
+
+                p.run(f"method {kind}.{name}{combo}", use)
+
+
+SESSION_METHODS = (
+    "get_global_func load_module empty copy_to_worker_0 copy_from_worker_0 sync sync_worker_0 "
+    "import_python_module load_params init_ccl allreduce allgather reduce_scatter "
+    "broadcast_from_worker_0 scatter_from_worker_0 gather_to_worker_0 send recv"
+).split()
+
+
+def session_values(sess) -> list:
+    """Hostile values, with the session's own: values on its workers (an int, a tensor, one
+    freed), a function, and a value of a session already shut down."""
+    values = hostile_values()
+    other = rffi.ThreadSession(1)
+    stale = other.get_global_func("testing.echo")(1)
+    other.shutdown()
+    freed = sess.get_global_func("testing.echo")(2)
+    freed._obj.__del__()  # a DRef whose handle was released
+    return values + [
+        sess.get_global_func("testing.echo")(7),
+        sess.empty((4,), "float32"),
+        sess.empty((0,), "int8"),
+        sess.get_global_func("testing.add_one"),
+        stale,
+        freed,
+        [sess.empty((2,), "float32")],
+    ]
+
+
+def probe_sessions(p: Probe, rng: random.Random) -> None:
+    def with_ccl(sess):
+        sess.init_ccl("shm")
+        return sess
+
+    makers = {
+        "ThreadSession": lambda: rffi.ThreadSession(2),
+        "ProcessSession": lambda: rffi.ProcessSession(2),
+        "ThreadSession+shm": lambda: with_ccl(rffi.ThreadSession(2)),
+        "ProcessSession+shm": lambda: with_ccl(rffi.ProcessSession(2)),
+    }
+    with rffi.ThreadSession(1) as s:
+        n = len(session_values(s))
+    for kind, make in makers.items():
+        for name in SESSION_METHODS:
+            combos = [(i,) for i in range(n)] + [
+                tuple(rng.randrange(n) for _ in range(k)) for k in (2, 3) for _ in range(6)
+            ]
+            for combo in [()] + combos:
+
+                def setup(make=make):
+                    sess = make()
+                    return sess, session_values(sess)
+
+                def use(ctx, name=name, combo=combo):
+                    sess, values = ctx
+                    try:
+                        getattr(sess, name)(*[values[i] for i in combo])
+                    finally:
+                        try:
+                            sess.sync()  # a failure shows here; a hang trips the alarm
+                        finally:
+                            sess.shutdown()
+
+                p.run(f"session {kind}.{name}{combo}", use, seconds=30, setup=setup)
+
+
+PARTS = {
+    "released": probe_released,
+    "bare": probe_bare,
+    "api": probe_api,
+    "methods": probe_methods,
+    "sessions": probe_sessions,
+}
+
+
+def main(argv: list) -> int:
+    seed = 0
+    if "--seed" in argv:
+        i = argv.index("--seed")
+        seed = int(argv[i + 1])
+        del argv[i : i + 2]
+    parts = argv or list(PARTS)
+    path = "native" if rffi._native.ENABLED else "ctypes"
+    for part in parts:
+        p = Probe()
+        PARTS[part](p, random.Random(seed))
+        print(f"{part} ({path} path, seed {seed}): {p.uses} uses, {len(p.failures)} failed")
+        if p.failures:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
