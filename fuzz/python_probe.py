@@ -10,12 +10,16 @@ or a hang (5 s) is seen and named instead of ending the probe:
   alone, and random pairs and triples of them.
 * ``methods``: every public method of every kind of wrapper with hostile arguments.
 * ``sessions``: every method of a ThreadSession and a ProcessSession of two workers (with and
-  without a communicator, ``init_ccl("shm")``) with hostile arguments and values on the workers (tensors, freed values, a shut-down session's), then a
-  ``sync``: an error or a result, never a crash or a hang (30 s).
+  without a communicator, ``init_ccl("shm")``) with hostile arguments and values on the workers
+  (tensors, freed values, a shut-down session's), then a ``sync``: an error or a result, never a
+  crash or a hang (30 s).
+
+Python exceptions are the expected outcome and are not reported; an exception that reaches
+``sys.unraisablehook`` (lost in a finalizer or in a callback of a deallocation) is a failure.
 
 Usage: ``python fuzz/python_probe.py [part ...] [--seed N]`` (all parts by default); exits 1 if
-any use crashed or hung. ``make probe-python`` runs it on both call paths; results go in
-docs/RELIABILITY.md. Python exceptions are the expected outcome and are not reported.
+any use failed. ``make probe-python`` runs it on both call paths; results go in
+docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
@@ -112,6 +116,14 @@ class Probe:
         pid = os.fork()
         if pid == 0:
             signal.alarm(seconds)
+
+            def lost(u, label=label):
+                # An exception nobody could see (raised in a finalizer or a callback of a
+                # deallocation): a failure too.
+                print(f"{label}: unraisable {u.exc_type.__name__}: {u.exc_value}", flush=True)
+                os._exit(3)
+
+            sys.unraisablehook = lost
             if setup is not None:
                 try:
                     ctx = setup()
@@ -128,6 +140,8 @@ class Probe:
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             what = "hang" if sig == signal.SIGALRM else f"signal {sig}"
+        elif os.WEXITSTATUS(status) == 3:
+            what = "an exception was lost (unraisable)"
         elif os.WEXITSTATUS(status) != 0:
             what = f"setup failed (exit {os.WEXITSTATUS(status)})"
         if what is not None:

@@ -205,3 +205,25 @@ def test_a_released_wrapper_is_an_error_everywhere_never_a_read(testing):
                     assert "released" in str(e)
                 else:
                     raise AssertionError(f"Tensor.{prop} of a released wrapper gave a value")
+
+
+def test_a_wrapper_freed_while_an_exception_propagates_releases_its_object(monkeypatch):
+    """The interpreter frees the temporaries of a failing expression with the exception set; the
+    wrapper's release (here an opaque object's deleter, which calls back into Python) must
+    neither see that exception nor lose the object."""
+    payload = object()
+    before = sys.getrefcount(payload)
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def fail():
+        _core.make_opaque(payload).same_as(1, 2, 3)  # a TypeError; the wrapper is a temporary
+
+    for _ in range(3):
+        try:
+            fail()
+        except TypeError:
+            pass
+    gc.collect()
+    assert [u.exc_value for u in unraisable] == []
+    assert sys.getrefcount(payload) == before

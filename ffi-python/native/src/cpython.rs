@@ -169,6 +169,7 @@ table! {
     f PyGILState_GetThisThreadState: unsafe extern "C" fn() -> *mut c_void,
     f PyGILState_Release: unsafe extern "C" fn(c_int),
     f PyErr_Fetch: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),
+    f PyErr_Restore: unsafe extern "C" fn(PyObj, PyObj, PyObj),
     f PyErr_NormalizeException: unsafe extern "C" fn(*mut PyObj, *mut PyObj, *mut PyObj),
     f PyException_SetTraceback: unsafe extern "C" fn(PyObj, PyObj) -> c_int,
     f Py_IsInitialized: unsafe extern "C" fn() -> c_int,

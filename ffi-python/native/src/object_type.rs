@@ -109,7 +109,19 @@ unsafe fn release(o: PyObj) {
         let handle = std::mem::replace(&mut fields(o).handle, 0);
         if handle != 0 {
             if let Some(rt) = super::runtime::host() {
+                // The interpreter frees wrappers while an exception propagates; a deleter that
+                // calls into Python (an opaque object's, numpy's) must not run with it set (a
+                // ctypes call there fails on it, leaking the object). Kept aside, then put back:
+                // a deallocator leaves the exception state as it found it.
+                let api = api();
+                let mut saved = [std::ptr::null_mut(); 3];
+                if let Some(api) = api {
+                    (api.PyErr_Fetch)(&mut saved[0], &mut saved[1], &mut saved[2]);
+                }
                 (rt.object_dec_ref)(handle as usize as RFFIObjectHandle);
+                if let Some(api) = api {
+                    (api.PyErr_Restore)(saved[0], saved[1], saved[2]);
+                }
             }
         }
     }
