@@ -13,6 +13,8 @@ or a hang (5 s) is seen and named instead of ending the probe:
   without a communicator, ``init_ccl("shm")``) with hostile arguments and values on the workers
   (tensors, freed values, a shut-down session's), then a ``sync``: an error or a result, never a
   crash or a hang (30 s).
+* ``deep``: Arrays, Lists and Python lists nested a million deep, freed, converted, copied,
+  printed, hashed, compared, serialized and pickled.
 
 Python exceptions are the expected outcome and are not reported; an exception that reaches
 ``sys.unraisablehook`` (lost in a finalizer or in a callback of a deallocation) is a failure.
@@ -309,12 +311,42 @@ def probe_sessions(p: Probe, rng: random.Random) -> None:
                 p.run(f"session {kind}.{name}{combo}", use, seconds=30, setup=setup)
 
 
+def probe_deep(p: Probe, rng: random.Random) -> None:
+    """Values nested a million deep (Arrays, Lists, Python lists), made, used and freed: an error
+    (RecursionError, or the runtime's "nested too deeply") or a result, never a stack overflow."""
+    from rffi import serialization, structural
+
+    def nested(kind, depth=1_000_000):
+        v = kind([])
+        for _ in range(depth):
+            v = kind([v])
+        return v
+
+    uses = {
+        "free": lambda v: None,
+        "convert": rffi.convert,
+        "echo": lambda v: rffi.get_global_func("testing.echo")(v),
+        "deepcopy": copy.deepcopy,
+        "deep_copy": structural.deep_copy,
+        "repr": repr,
+        "structural_hash": structural.structural_hash,
+        "structural_equal": lambda v: structural.structural_equal(v, v),
+        "to_json_graph_str": serialization.to_json_graph_str,
+        "pickle": pickle.dumps,
+        "==": lambda v: v == v,
+    }
+    for kind in (rffi.Array, rffi.List, list):
+        for what, use in uses.items():
+            p.run(f"deep {kind.__name__} ({what})", lambda k=kind, u=use: u(nested(k)), seconds=120)
+
+
 PARTS = {
     "released": probe_released,
     "bare": probe_bare,
     "api": probe_api,
     "methods": probe_methods,
     "sessions": probe_sessions,
+    "deep": probe_deep,
 }
 
 

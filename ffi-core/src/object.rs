@@ -48,19 +48,88 @@ pub unsafe fn dec_ref(obj: *mut RFFIObject) {
     // SAFETY: forwarded contract.
     let rc = unsafe { count(obj) };
     let old = rc.fetch_sub(STRONG_ONE, Ordering::Release);
-    if old == INITIAL_COUNT {
+    if old & 0xffff_ffff == STRONG_ONE {
         fence(Ordering::Acquire);
-        // SAFETY: this was the last strong and the only weak reference.
-        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskBoth) };
-    } else if old & 0xffff_ffff == STRONG_ONE {
-        fence(Ordering::Acquire);
-        // SAFETY: last strong reference: destroy the contents, keep the memory for weak holders.
-        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskStrong) };
-        if rc.fetch_sub(WEAK_ONE, Ordering::Release) >> 32 == 1 {
-            fence(Ordering::Acquire);
-            // SAFETY: the last weak reference is gone too.
-            unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskWeak) };
+        // SAFETY: this was the last strong reference.
+        unsafe { release_last_strong(obj, old == INITIAL_COUNT) };
+    }
+}
+
+/// How deeply deleters may nest on one thread before the next release waits for the outermost
+/// one to return (see `release_last_strong`).
+const NESTED_DELETERS: u32 = 256;
+
+/// A release queued while deleters were `NESTED_DELETERS` deep: the object, and whether its weak
+/// count was the strong side's alone.
+type Queued = Vec<(*mut RFFIObject, bool)>;
+
+thread_local! {
+    /// How many deleters run nested on this thread now.
+    static DEPTH: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// This thread's queue of releases, made on first need and freed when run (NULL: none).
+    /// Neither local needs a destructor, so reading them is a plain thread-local access.
+    static QUEUED: core::cell::Cell<*mut Queued> = const { core::cell::Cell::new(core::ptr::null_mut()) };
+}
+
+/// Runs the deleters of an object whose last strong reference was dropped (`alone`: the weak
+/// count is the one the strong side holds). A container's deleter drops its items, whose
+/// deleters drop theirs: freeing a List nested a million deep would nest a million deleters and
+/// overflow the stack. So past `NESTED_DELETERS` the release is queued, and the outermost release
+/// on this thread runs the queue, each entry again at most that deep.
+///
+/// # Safety
+/// `obj` is live and its last strong reference was just given up.
+#[inline]
+unsafe fn release_last_strong(obj: *mut RFFIObject, alone: bool) {
+    let depth = DEPTH.get();
+    if depth >= NESTED_DELETERS {
+        let mut q = QUEUED.get();
+        if q.is_null() {
+            q = Box::into_raw(Box::default());
+            QUEUED.set(q);
         }
+        // SAFETY: this thread's queue, made above or earlier, freed only by the outermost
+        // release (depth 0), which is below us on this stack.
+        unsafe { (*q).push((obj, alone)) };
+        return;
+    }
+    DEPTH.set(depth + 1);
+    // SAFETY: forwarded contract.
+    unsafe { run_deleters(obj, alone) };
+    if depth == 0 {
+        let q = QUEUED.get();
+        if !q.is_null() {
+            // The outermost release: run what was queued (which may queue more), then free it.
+            // SAFETY: this thread's queue; nothing else holds a reference into it across the
+            // `pop` (a deleter that queues pushes through the pointer afresh).
+            while let Some((o, a)) = unsafe { (*q).pop() } {
+                // SAFETY: queued above under the same contract, and not released since.
+                unsafe { run_deleters(o, a) };
+            }
+            QUEUED.set(core::ptr::null_mut());
+            // SAFETY: made by `Box::into_raw` above; no longer reachable.
+            drop(unsafe { Box::from_raw(q) });
+        }
+    }
+    DEPTH.set(depth);
+}
+
+/// # Safety
+/// As `release_last_strong`.
+#[inline]
+unsafe fn run_deleters(obj: *mut RFFIObject, alone: bool) {
+    if alone {
+        // SAFETY: the last strong and the only weak reference.
+        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskBoth) };
+        return;
+    }
+    // SAFETY: last strong reference: destroy the contents, keep the memory for weak holders.
+    unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskStrong) };
+    // SAFETY: the header stays allocated while the strong side's weak reference is held.
+    if unsafe { count(obj) }.fetch_sub(WEAK_ONE, Ordering::Release) >> 32 == 1 {
+        fence(Ordering::Acquire);
+        // SAFETY: the last weak reference is gone too.
+        unsafe { run_deleter(obj, kRFFIObjectDeleterFlagBitMaskWeak) };
     }
 }
 

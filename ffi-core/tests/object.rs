@@ -161,3 +161,31 @@ fn opaque_objects_release_their_handle_once() {
     drop(o);
     assert_eq!(OPAQUE_FREED.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn freeing_a_deeply_nested_value_takes_no_deep_stack() {
+    // A million Arrays and Lists, each holding the next and one shared leaf, freed on a thread
+    // with a 256 KiB stack: the nested deleters are bounded (deeper releases wait in a queue),
+    // and every level is freed (the leaf is back to one reference).
+    let leaf = Any::from(Array::new(vec![Any::from(7i64)]));
+    let held = leaf.clone();
+    std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let mut v = Any::none();
+            for i in 0..1_000_000 {
+                let items = vec![v, held.clone()];
+                v = if i % 2 == 0 {
+                    Any::from(Array::new(items))
+                } else {
+                    Any::from(rffi_core::List::new(items))
+                };
+            }
+            drop(held);
+            drop(v);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(leaf.view().as_object().unwrap().strong_count(), 1);
+}

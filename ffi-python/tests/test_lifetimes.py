@@ -227,3 +227,14 @@ def test_a_wrapper_freed_while_an_exception_propagates_releases_its_object(monke
     gc.collect()
     assert [u.exc_value for u in unraisable] == []
     assert sys.getrefcount(payload) == before
+
+
+def test_freeing_a_deeply_nested_value_does_not_overflow_the_stack(testing):
+    # 300 000 levels overflowed an 8 MiB stack when each deleter freed the next level itself.
+    leaf = rffi.Array([7])
+    v = None
+    for i in range(300_000):
+        v = (rffi.Array if i % 2 else rffi.List)([v, leaf])
+    assert testing.object_use_count(leaf) == 300_001
+    del v
+    assert testing.object_use_count(leaf) == 1
