@@ -6,7 +6,8 @@
 //! does not pay for; whatever reads writes back (`to_json_graph`) to text that reads to a value
 //! that writes the same text again.
 
-use rffi_core::abi::{kRFFIDict, kRFFIList};
+use rffi_core::abi::{kRFFIAny, kRFFIArray, kRFFIDict, kRFFIList, kRFFIMap, kRFFIStaticObjectBegin};
+use rffi_core::reflection;
 use rffi_core::structural::{from_json_graph, to_json_graph};
 use rffi_core::{Any, Array, Dict, List, Map};
 
@@ -37,14 +38,15 @@ pub fn run(data: &[u8]) {
         .unwrap_or_else(|e| panic!("{written} does not read back: {}", e.message()));
     let rewritten = to_json_graph(&again.view(), None).expect("writes again");
     assert_eq!(written, rewritten, "the graph changed in a round trip");
-    // A graph may hold a cycle through a List or Dict (refcounted, so it would outlive this
-    // input): emptied, so that LeakSanitizer's replay sees only real leaks.
+    // A graph may hold a cycle through a List, a Dict or an object's field (refcounted, so it
+    // would outlive this input): emptied, so that LeakSanitizer's replay sees only real leaks.
     for v in [value, again] {
         break_cycles(&v, &mut Vec::new());
     }
 }
 
-/// Empties every List and Dict reachable from `v` through containers.
+/// Empties every List and Dict reachable from `v` through containers and object fields, and the
+/// object fields themselves.
 fn break_cycles(v: &Any, seen: &mut Vec<usize>) {
     let view = v.view();
     let Some(obj) = view.as_object() else {
@@ -67,12 +69,31 @@ fn break_cycles(v: &Any, seen: &mut Vec<usize>) {
             children.extend(d.items().into_iter().flat_map(|(k, x)| [k, x]));
             d.clear();
         }
-        _ => {
+        index => {
             if let Ok(a) = v.try_as::<Array>() {
                 children.extend(a.iter().filter_map(|x| x.to_owned().ok()));
             } else if let Ok(m) = v.try_as::<Map>() {
                 for (k, x) in m.iter() {
                     children.extend([k.to_owned().ok(), x.to_owned().ok()].into_iter().flatten());
+                }
+            } else {
+                // An object: a cycle may run through its fields (`v_map` holding a Map that
+                // holds the object), so every field that holds an object is set to an empty
+                // value of its type.
+                for f in reflection::all_fields(index) {
+                    let name = reflection::member_name(&f.name);
+                    if let Ok(x) = reflection::get_field(obj, name) {
+                        children.push(x);
+                    }
+                    let empty: Any = match f.field_static_type_index {
+                        kRFFIArray => Array::new(Vec::new()).into(),
+                        kRFFIList => List::new(Vec::new()).into(),
+                        kRFFIMap => Map::new(Vec::new()).expect("an empty Map").into(),
+                        kRFFIDict => Dict::new(Vec::new()).expect("an empty Dict").into(),
+                        i if i == kRFFIAny || i >= kRFFIStaticObjectBegin => Any::none(),
+                        _ => continue,
+                    };
+                    let _ = reflection::set_field(obj, name, &empty.view());
                 }
             }
         }
