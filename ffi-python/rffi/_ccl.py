@@ -87,12 +87,20 @@ class _Collectives:
 
     def send(self, src, peers) -> None:
         """Worker i sends its ``src`` to worker ``peers[i]`` (negative: it sends nothing). With
-        shared memory a send returns once the peer's ``recv`` has taken the data."""
-        self._ccl("send", src, _peers(peers))
+        shared memory a send returns once the peer's ``recv`` has taken the data. The peers are
+        checked first: a ValueError at once for a list of the wrong length, or an entry naming
+        its own worker or none of the session's."""
+        self._p2p("ccl.SessionSend", src, peers)
 
     def recv(self, dst, peers) -> None:
-        """Worker i receives into its ``dst`` from worker ``peers[i]`` (negative: nothing)."""
-        self._ccl("recv", dst, _peers(peers))
+        """Worker i receives into its ``dst`` from worker ``peers[i]`` (negative: nothing); the
+        peers checked as ``send``'s."""
+        self._p2p("ccl.SessionRecv", dst, peers)
+
+    def _p2p(self, name: str, tensor, peers) -> None:
+        from .session import _unwrap
+
+        get_global_func(name)(self._obj, _unwrap(tensor), _peers(peers))
 
     def _place_workers(self, device: str, device_ids) -> None:
         """Puts worker i on ``device:device_ids[i]`` (default: device i)."""

@@ -114,6 +114,23 @@ def test_mismatches_raise_at_sync_and_the_session_goes_on(sess):
     sess.sync()
 
 
+def test_peers_are_checked_before_any_worker_sees_them(sess):
+    w = sess.num_workers
+    a = sess.empty((4,), "float32")
+    for call in (sess.send, sess.recv):
+        # One int is that peer for every worker, so worker 0 would name itself.
+        with pytest.raises(ValueError, match="worker 0 cannot exchange with worker 0"):
+            call(a, 0)
+        with pytest.raises(ValueError, match=f"worker 1 cannot exchange with worker {w}"):
+            call(a, [1, w] + [-1] * (w - 2))
+        with pytest.raises(ValueError, match=f"one entry per worker \\({w}\\), got 1"):
+            call(a, [1])
+        with pytest.raises(TypeError, match="expected a session.DRef"):
+            call(np.zeros(4), [-1] * w)
+    sess.allreduce(a, a, "sum")  # nothing reached the workers: still usable
+    sess.sync()
+
+
 def nccl_missing():
     try:
         rffi.get_global_func("ccl.unique_id")()

@@ -6,7 +6,9 @@
 //! does not pay for; whatever reads writes back (`to_json_graph`) to text that reads to a value
 //! that writes the same text again.
 
-use rffi_core::abi::{kRFFIAny, kRFFIArray, kRFFIDict, kRFFIList, kRFFIMap, kRFFIStaticObjectBegin};
+use rffi_core::abi::{
+    kRFFIAny, kRFFIArray, kRFFIDict, kRFFIList, kRFFIMap, kRFFIStaticObjectBegin,
+};
 use rffi_core::reflection;
 use rffi_core::structural::{from_json_graph, to_json_graph};
 use rffi_core::{Any, Array, Dict, List, Map};

@@ -313,17 +313,43 @@ fn two_workers_sending_to_each_other_is_an_error_not_a_hang() {
 }
 
 #[test]
-fn a_peer_naming_its_own_worker_or_none_fails_every_rank_at_once() {
+fn a_peer_naming_its_own_worker_or_none_is_refused_before_any_worker_sees_it() {
     for (kind, s) in sessions(2) {
         let a = tensor(&s, 8, DataType::float(32));
-        // Worker 0 names itself; worker 1 sends to worker 0, which will never receive. Then
-        // worker 1 names a worker the session does not have while worker 0 sends to it.
+        for (peers, bad) in [
+            (&[0, 0][..], "worker 0 cannot exchange with worker 0"),
+            (&[1, 5][..], "worker 1 cannot exchange with worker 5"),
+            (&[1][..], "one entry per worker"),
+        ] {
+            let e = s.send(&a, peers).unwrap_err();
+            assert_eq!(e.kind(), "ValueError", "{kind}");
+            assert!(e.message().contains(bad), "{kind}: {}", e.message());
+            assert!(
+                s.recv(&a, peers).unwrap_err().message().contains(bad),
+                "{kind}"
+            );
+        }
+        // Nothing reached the workers: the communicator is still usable.
+        s.allreduce(&a, &a, "sum").unwrap();
+        s.sync().unwrap();
+    }
+}
+
+#[test]
+fn a_worker_whose_peer_names_itself_or_none_fails_every_rank_at_once() {
+    // The workers' own `ccl.send`, called past the session's check (as a binding could):
+    // worker 0 names itself while worker 1 sends to it, then worker 1 names a worker the session
+    // does not have while worker 0 sends to it.
+    for (kind, s) in sessions(2) {
+        let a = tensor(&s, 8, DataType::float(32));
+        let send = s.get_global_func("ccl.send").unwrap();
         for (peers, bad) in [
             ([0, 0], "worker 0 cannot exchange with worker 0"),
             ([1, 5], "worker 1 cannot exchange with worker 5"),
         ] {
             let t0 = Instant::now();
-            s.send(&a, &peers).unwrap();
+            let list = Array::new(peers.iter().map(|p| Any::from(*p as i64)).collect());
+            send.call(&[Any::from(&a), Any::from(list)]).unwrap();
             let e = sync_err(&s);
             assert!(e.message().contains(bad), "{kind}: {}", e.message());
             assert!(
@@ -333,12 +359,6 @@ fn a_peer_naming_its_own_worker_or_none_fails_every_rank_at_once() {
             );
             s.init_ccl_shm(64).unwrap();
         }
-        // A peer list of the wrong length fails on every worker alike: still usable.
-        s.send(&a, &[1]).unwrap();
-        assert!(
-            sync_err(&s).message().contains("one entry per worker"),
-            "{kind}"
-        );
         s.allreduce(&a, &a, "sum").unwrap();
         s.sync().unwrap();
     }

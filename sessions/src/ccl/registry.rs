@@ -273,6 +273,51 @@ register_global_packed!("ccl.InitSession", |a: &[AnyView<'_>]| {
     Ok(Any::none())
 });
 
+// `ccl.SessionSend(session, src, peers)` / `ccl.SessionRecv(session, dst, peers)`:
+// `Session::send` / `Session::recv` for bindings, the peers checked before any worker sees them;
+// one int stands for that peer on every worker.
+fn session_p2p(what: &str, a: &[AnyView<'_>], send: bool) -> Result<Any> {
+    nargs(a, 3, what)?;
+    // Named as the user's call (`sess.send(src, peers)`) names them.
+    let name = if send { "ccl.send" } else { "ccl.recv" };
+    let t = crate::dref::DRef::from_arg(&a[1], &format!("{name} argument #0"))?;
+    crate::ffi::with_session(&a[0], what, |s| {
+        let world = s.num_workers();
+        let peers = match peers_arg(&a[2], world, name)? {
+            Peers::One(p) => vec![p; world],
+            Peers::PerWorker(list) => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.try_as::<i64>().map_err(|e| {
+                        Error::type_error(format!(
+                            "{name} argument #1 (peer): entry {i}: {}",
+                            e.message()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        if send {
+            s.send(&t, &peers)
+        } else {
+            s.recv(&t, &peers)
+        }
+    })??;
+    Ok(Any::none())
+}
+
+register_global_packed!("ccl.SessionSend", |a: &[AnyView<'_>]| session_p2p(
+    "ccl.SessionSend",
+    a,
+    true
+));
+register_global_packed!("ccl.SessionRecv", |a: &[AnyView<'_>]| session_p2p(
+    "ccl.SessionRecv",
+    a,
+    false
+));
+
 /// Referenced from code every worker and `librffi` run, so these registrations are linked in.
 #[inline(never)]
 pub fn link() -> usize {

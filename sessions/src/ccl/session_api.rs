@@ -92,12 +92,38 @@ impl Session {
     /// Worker i sends its `src` to worker `peers[i]` (negative: worker i sends nothing); each
     /// send returns once the peer's matching `recv` has taken the data.
     pub fn send(&self, src: &DRef, peers: &[i64]) -> Result<()> {
+        self.check_peers("ccl.send", peers)?;
         self.ccl_call("ccl.send", &[src.into(), peer_list(peers)])
     }
 
     /// Worker i receives into its `dst` from worker `peers[i]` (negative: nothing).
     pub fn recv(&self, dst: &DRef, peers: &[i64]) -> Result<()> {
+        self.check_peers("ccl.recv", peers)?;
         self.ccl_call("ccl.recv", &[dst.into(), peer_list(peers)])
+    }
+
+    /// A send's or recv's peers, checked before any worker sees them (a ValueError at once): one
+    /// entry per worker, each negative (nothing to do) or another worker of the session. A bad
+    /// entry reaching the workers would fail its own worker only, and the worker exchanging with
+    /// it would wait (with NCCL, on the GPU, with no timeout).
+    fn check_peers(&self, what: &str, peers: &[i64]) -> Result<()> {
+        let world = self.num_workers();
+        if peers.len() != world {
+            return Err(Error::value_error(format!(
+                "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
+                 got {}",
+                peers.len()
+            )));
+        }
+        for (rank, &p) in peers.iter().enumerate() {
+            if p >= 0 && (p as usize >= world || p as usize == rank) {
+                return Err(Error::value_error(format!(
+                    "{what} argument #1 (peer): worker {rank} cannot exchange with worker {p} \
+                     (the session has {world} workers)"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
