@@ -59,59 +59,78 @@ pub unsafe fn dec_ref(obj: *mut RFFIObject) {
 /// one to return (see `release_last_strong`).
 const NESTED_DELETERS: u32 = 256;
 
-/// A release queued while deleters were `NESTED_DELETERS` deep: the object, and whether its weak
-/// count was the strong side's alone.
-type Queued = Vec<(*mut RFFIObject, bool)>;
-
-thread_local! {
-    /// How many deleters run nested on this thread now.
-    static DEPTH: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
-    /// This thread's queue of releases, made on first need and freed when run (NULL: none).
-    /// Neither local needs a destructor, so reading them is a plain thread-local access.
-    static QUEUED: core::cell::Cell<*mut Queued> = const { core::cell::Cell::new(core::ptr::null_mut()) };
-}
+/// Releases queued while deleters were `NESTED_DELETERS` deep on a thread: each object, and
+/// whether its weak count was the strong side's alone.
+pub(crate) type Queued = Vec<(*mut RFFIObject, bool)>;
 
 /// Runs the deleters of an object whose last strong reference was dropped (`alone`: the weak
 /// count is the one the strong side holds). A container's deleter drops its items, whose
 /// deleters drop theirs: freeing a List nested a million deep would nest a million deleters and
 /// overflow the stack. So past `NESTED_DELETERS` the release is queued, and the outermost release
-/// on this thread runs the queue, each entry again at most that deep.
+/// on this thread runs the queue, each entry again at most that deep. The count and the queue
+/// live in the thread's call-depth guard, found without a thread-local access
+/// (`call_depth::release_guard`): a thread local in librffi.so would cost a `__tls_get_addr` call
+/// on every release.
 ///
 /// # Safety
 /// `obj` is live and its last strong reference was just given up.
 #[inline]
 unsafe fn release_last_strong(obj: *mut RFFIObject, alone: bool) {
-    let depth = DEPTH.get();
+    use core::sync::atomic::Ordering::Relaxed;
+    let Some(g) = crate::call_depth::release_guard() else {
+        // This thread's locals are gone (it is exiting): release at once.
+        // SAFETY: forwarded contract.
+        return unsafe { run_deleters(obj, alone) };
+    };
+    let depth = g.releasing.load(Relaxed);
     if depth >= NESTED_DELETERS {
-        let mut q = QUEUED.get();
-        if q.is_null() {
-            q = Box::into_raw(Box::default());
-            QUEUED.set(q);
-        }
-        // SAFETY: this thread's queue, made above or earlier, freed only by the outermost
-        // release (depth 0), which is below us on this stack.
-        unsafe { (*q).push((obj, alone)) };
-        return;
+        return queue(g, obj, alone);
     }
-    DEPTH.set(depth + 1);
+    g.releasing.store(depth + 1, Relaxed);
     // SAFETY: forwarded contract.
     unsafe { run_deleters(obj, alone) };
-    if depth == 0 {
-        let q = QUEUED.get();
-        if !q.is_null() {
-            // The outermost release: run what was queued (which may queue more), then free it.
-            // SAFETY: this thread's queue; nothing else holds a reference into it across the
-            // `pop` (a deleter that queues pushes through the pointer afresh).
-            while let Some((o, a)) = unsafe { (*q).pop() } {
-                // SAFETY: queued above under the same contract, and not released since.
-                unsafe { run_deleters(o, a) };
-            }
-            QUEUED.set(core::ptr::null_mut());
-            // SAFETY: made by `Box::into_raw` above; no longer reachable.
-            drop(unsafe { Box::from_raw(q) });
-        }
+    g.releasing.store(depth, Relaxed);
+    if depth == 0 && !g.queued.load(Relaxed).is_null() {
+        // SAFETY: the outermost release on this thread, with nothing of the queue borrowed.
+        unsafe { run_queued(g) };
     }
-    DEPTH.set(depth);
+}
+
+/// Queues a release for the outermost one on this thread (see `release_last_strong`).
+#[cold]
+#[inline(never)]
+fn queue(g: &crate::call_depth::Guard, obj: *mut RFFIObject, alone: bool) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let mut q = g.queued.load(Relaxed);
+    if q.is_null() {
+        q = Box::into_raw(Box::<Queued>::default());
+        g.queued.store(q, Relaxed);
+    }
+    // SAFETY: this thread's queue, made above or earlier, freed only by `run_queued` in the
+    // outermost release, which is below us on this stack.
+    unsafe { (*q).push((obj, alone)) };
+}
+
+/// Runs the queued releases (which may queue more), one level deep, then frees the queue.
+///
+/// # Safety
+/// Called by the outermost release on this thread, with a queue.
+#[cold]
+#[inline(never)]
+unsafe fn run_queued(g: &crate::call_depth::Guard) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let q = g.queued.load(Relaxed);
+    g.releasing.store(1, Relaxed);
+    // SAFETY: this thread's queue; no reference into it is held across a deleter (one that
+    // queues pushes through the pointer afresh).
+    while let Some((o, a)) = unsafe { (*q).pop() } {
+        // SAFETY: queued under `release_last_strong`'s contract, and not released since.
+        unsafe { run_deleters(o, a) };
+    }
+    g.queued.store(core::ptr::null_mut(), Relaxed);
+    g.releasing.store(0, Relaxed);
+    // SAFETY: made by `Box::into_raw` in `queue`; no longer reachable.
+    drop(unsafe { Box::from_raw(q) });
 }
 
 /// # Safety
@@ -135,6 +154,7 @@ unsafe fn run_deleters(obj: *mut RFFIObject, alone: bool) {
 
 /// # Safety
 /// `obj` is a header whose deleter may run with `flags` now.
+#[inline]
 unsafe fn run_deleter(obj: *mut RFFIObject, flags: i32) {
     // SAFETY: reading the header of an object that is still allocated.
     if let Some(deleter) = unsafe { (*obj).deleter } {

@@ -19,7 +19,8 @@
 //!
 //! The same per-thread guard counts the panic-catching boundaries a thread is inside
 //! (`catching`), which is how the panic hook knows to stay quiet for a panic the runtime is about
-//! to turn into an error.
+//! to turn into an error, and the object deleters running nested on the thread with the releases
+//! queued past their limit (`releasing`, `queued`: `object.rs`, `release_last_strong`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -27,7 +28,7 @@ mod thread_slot;
 
 use crate::abi::RFFI_DEFAULT_MAX_CALL_DEPTH;
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 pub(crate) use thread_slot::{fast_guard, with_guard};
 
@@ -55,6 +56,10 @@ pub(crate) struct Guard {
     low: AtomicUsize,
     /// Boundaries that turn panics into errors (`catching`) entered and not yet left.
     catching: AtomicU32,
+    /// Object deleters running nested on this thread.
+    pub(crate) releasing: AtomicU32,
+    /// Releases queued while `releasing` was at its limit (null: none).
+    pub(crate) queued: AtomicPtr<crate::object::Queued>,
 }
 
 impl Guard {
@@ -64,6 +69,8 @@ impl Guard {
             floor: AtomicUsize::new(usize::MAX),
             low: AtomicUsize::new(0),
             catching: AtomicU32::new(0),
+            releasing: AtomicU32::new(0),
+            queued: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 
@@ -73,6 +80,7 @@ impl Guard {
         self.floor.store(usize::MAX, Ordering::Relaxed);
         self.low.store(0, Ordering::Relaxed);
         self.catching.store(0, Ordering::Relaxed);
+        self.releasing.store(0, Ordering::Relaxed);
     }
 
     /// Whether a callback may be entered one level deeper from here without the full check:
@@ -194,6 +202,25 @@ fn guard_slow() -> *const Guard {
     } else {
         guard
     }
+}
+
+/// This thread's guard, for counting nested object releases; `None` while the thread's thread
+/// locals are being destroyed (no guard is left then).
+#[inline(always)]
+pub(crate) fn release_guard() -> Option<&'static Guard> {
+    match fast_guard() {
+        Some(guard) => Some(guard),
+        None => release_guard_slow(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn release_guard_slow() -> Option<&'static Guard> {
+    let guard = thread_slot::guard_ptr();
+    // SAFETY: a static guard, or this thread's thread local, which lives until the thread exits;
+    // a release returns before its thread does.
+    (!guard.is_null()).then(|| unsafe { &*guard })
 }
 
 /// Whether a panic on this thread now happens inside `catching`, so becomes an error.
