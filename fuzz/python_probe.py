@@ -15,6 +15,9 @@ or a hang (5 s) is seen and named instead of ending the probe:
   crash or a hang (30 s).
 * ``deep``: Arrays, Lists and Python lists nested a million deep, freed, converted, copied,
   printed, hashed, compared, serialized and pickled.
+* ``kernels``: every op of the kernels plugin (``rffi_kernels``, on the CPU here) with tensors of
+  every layout and dtype class (0-d, empty, transposed, reversed, broadcast, misaligned, 32
+  dimensions, 16-bit, integer, bool, complex, NaN) and hostile options and outputs.
 
 Python exceptions are the expected outcome and are not reported; an exception that reaches
 ``sys.unraisablehook`` (lost in a finalizer or in a callback of a deallocation) is a failure.
@@ -340,6 +343,79 @@ def probe_deep(p: Probe, rng: random.Random) -> None:
             p.run(f"deep {kind.__name__} ({what})", lambda k=kind, u=use: u(nested(k)), seconds=120)
 
 
+def kernel_values() -> list:
+    """Tensors of every layout and dtype class the kernels meet, and values that are not tensors
+    (for axes, eps, `approximate` and misplaced arguments)."""
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    one = np.zeros(1, dtype=np.float32)
+    many_dims = np.zeros((4, 6) + (1,) * 30, np.float32)
+    return [
+        np.ones(()), np.zeros((0,), np.float32), np.zeros((3, 0, 2), np.float32), base, base.T,
+        base[:, ::2], base[::-1], base[:, ::-2], np.broadcast_to(np.float32(1), (4, 6)),
+        np.lib.stride_tricks.as_strided(one, shape=(1024, 1024), strides=(0, 0)),
+        np.zeros((4, 6), np.float16), np.zeros((4, 6), np.int8), np.zeros((4, 6), bool),
+        np.zeros((4, 6), np.int64), np.zeros((4, 6), np.complex64), np.zeros((4, 6), np.uint16),
+        np.full((4, 6), np.nan, np.float32), np.full((4, 6), np.inf, np.float32),
+        np.zeros((1, 6), np.float32), np.zeros((6,), np.float32),
+        np.zeros((2, 3, 4), np.float32), many_dims,
+        np.frombuffer(bytearray(25), dtype=np.float32, offset=1, count=6),  # misaligned
+        None, 0, 1.5, -1, 2**40, "x", (0, 0), (5,), (-1, -1), (0, 1, 0), [],
+    ]  # fmt: skip
+
+
+def probe_kernels(p: Probe, rng: random.Random) -> None:
+    """Every op of the kernels plugin (``rffi_kernels``) with hostile tensors and options:
+    binary ops with random pairs and outputs (an output that is an input too), unary ops,
+    reductions and softmax over every axis value, the normalizations with random weight, bias
+    and eps, ``gelu``'s form, ``explain`` of any op."""
+    import rffi_kernels as kernels
+
+    kernels.load()
+    n = len(kernel_values())
+
+    def call(op, *idx, **kw):
+        def use():
+            v = kernel_values()
+            getattr(kernels, op)(*[v[i] for i in idx], **{k: v[i] for k, i in kw.items()})
+
+        p.run(f"kernels.{op}{idx}{kw or ''}", use, seconds=20)
+
+    pick = rng.randrange
+    for op in ("add", "sub", "mul", "div", "matmul"):
+        for _ in range(120):
+            call(op, pick(n), pick(n))
+        for _ in range(30):
+            call(op, pick(n), pick(n), pick(n))
+        for i in range(n):  # the output is both inputs
+            p.run(f"kernels.{op} aliased ({i})", lambda op=op, i=i: _aliased(kernels, op, i))
+    for op in ("relu", "exp"):
+        for i in range(n):
+            call(op, i)
+            call(op, i, pick(n))
+    for op in ("sum", "mean", "max", "min", "argmax", "softmax"):
+        for i in range(n):
+            for _ in range(6):
+                call(op, i, axis=pick(n))
+            call(op, i, axis=pick(n), out=pick(n))
+    for i in range(n):
+        for _ in range(6):
+            call("layer_norm", i, weight=pick(n), bias=pick(n), eps=pick(n))
+            call("rms_norm", i, weight=pick(n), eps=pick(n))
+        call("gelu", i, pick(n))
+    for op in ("add", "softmax", "layer_norm", "sum", "nosuch"):
+        for _ in range(6):
+            idx = [pick(n) for _ in range(pick(4))]
+            p.run(
+                f"kernels.explain({op!r}, {idx})",
+                lambda op=op, idx=idx: kernels.explain(op, *[kernel_values()[i] for i in idx]),
+            )
+
+
+def _aliased(kernels, op, i):
+    v = kernel_values()[i]
+    getattr(kernels, op)(v, v, v)
+
+
 PARTS = {
     "released": probe_released,
     "bare": probe_bare,
@@ -347,6 +423,7 @@ PARTS = {
     "methods": probe_methods,
     "sessions": probe_sessions,
     "deep": probe_deep,
+    "kernels": probe_kernels,
 }
 
 
