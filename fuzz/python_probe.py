@@ -18,6 +18,8 @@ or a hang (5 s) is seen and named instead of ending the probe:
 * ``kernels``: every op of the kernels plugin (``rffi_kernels``, on the CPU here) with tensors of
   every layout and dtype class (0-d, empty, transposed, reversed, broadcast, misaligned, 32
   dimensions, 16-bit, integer, bool, complex, NaN) and hostile options and outputs.
+* ``shard``: ``rffi.shard.load_local`` of a safetensors file with random shard plans and hostile
+  ranks and world sizes.
 
 Python exceptions are the expected outcome and are not reported; an exception that reaches
 ``sys.unraisablehook`` (lost in a finalizer or in a callback of a deallocation) is a failure.
@@ -416,6 +418,56 @@ def _aliased(kernels, op, i):
     getattr(kernels, op)(v, v, v)
 
 
+def probe_shard(p: Probe, rng: random.Random) -> None:
+    """``rffi.shard.load_local`` of a real safetensors file with random shard plans (steps naming
+    the split and qkv functions, other functions and none, hostile shapes, dtypes and extra
+    arguments) and hostile ranks and world sizes."""
+    import tempfile
+
+    from safetensors.numpy import save_file
+
+    from rffi import shard
+
+    path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    save_file(
+        {
+            "a": np.arange(24, dtype=np.float32).reshape(4, 6),
+            "b": np.zeros((8,), np.float16),
+            "c": np.zeros((0, 3), np.float32),
+            "s": np.array(3.0, dtype=np.float32),
+        },
+        path,
+    )
+    ints = [0, 1, 2, 3, 4, -1, -2, 6, 24, 2**31, 2**62, -(2**63), 2**63 - 1]
+    dtypes = ["float32", "float16", "int8", "bool", "bogus", "", "float32x4", 3]
+    shapes = [[], [2], [2, 2], [2, 12], [2, 2, 6], [2, 3, 4], [0], [2**40, 2**40], [-1, 6],
+              [2, -12], "x", None]  # fmt: skip
+    funcs = ["rffi.shard.split", "rffi.shard.qkv", "testing.echo", "nosuch", "", 5]
+
+    def step():
+        extra = [rng.choice(ints + ["x", 1.5, None, True]) for _ in range(rng.randrange(4))]
+        return [rng.choice(funcs), [rng.choice(shapes), rng.choice(dtypes)], *extra]
+
+    def plan():
+        if rng.random() < 0.05:
+            return rng.choice([None, 5, "nofile.json", [], {"a": "x"}])
+        out = {}
+        for name in rng.sample(["a", "b", "c", "s", "nosuch"], rng.randrange(1, 4)):
+            if rng.random() < 0.9:
+                out[name] = [step() for _ in range(rng.randrange(3))]
+            else:
+                out[name] = rng.choice([None, 3, "x", [[]], [[1]]])
+        return out
+
+    for _ in range(3000):
+        args = (plan(), rng.choice(ints[:6]), rng.choice(ints[:7] + [2**40]))
+        p.run(
+            f"shard.load_local(w, {args})",
+            lambda a=args: shard.load_local(path, *a, progress=False),
+            seconds=10,
+        )
+
+
 PARTS = {
     "released": probe_released,
     "bare": probe_bare,
@@ -424,6 +476,7 @@ PARTS = {
     "sessions": probe_sessions,
     "deep": probe_deep,
     "kernels": probe_kernels,
+    "shard": probe_shard,
 }
 
 

@@ -2,7 +2,7 @@
 # Hostile use of a fresh `pip install ./ffi-python` (fuzz/python_probe.py: released and
 # uninitialised wrappers, every public callable and method with hostile arguments, each use in a
 # forked child), on both call paths. Usage: ffi-python/scripts/probe.sh [part ...] [--seed N]
-source "$(dirname "$0")/_env.sh" numpy
+source "$(dirname "$0")/_env.sh" numpy safetensors
 export RFFI_PROBE_PLUGIN="$RFFI_EXAMPLE_RUST_PLUGIN"
 # The kernels part: the plugin and its Python module.
 cargo build --release -q -p rffi-kernels-plugin
