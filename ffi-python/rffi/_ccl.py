@@ -16,17 +16,6 @@ from __future__ import annotations
 
 from ._function_registry import get_global_func
 
-_COLLECTIVES = (
-    "allreduce",
-    "allgather",
-    "reduce_scatter",
-    "broadcast_from_worker_0",
-    "scatter_from_worker_0",
-    "gather_to_worker_0",
-    "send",
-    "recv",
-)
-
 
 def _peers(peers):
     return peers if isinstance(peers, int) else [int(p) for p in peers]
