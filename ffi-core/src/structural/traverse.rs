@@ -80,7 +80,7 @@ impl Style {
 
 /// A callback and the values it is for: `type_index` (a value of that type, or of a type derived
 /// from it; `kRFFIStr` and `kRFFIBytes` take their small and borrowed forms too), or
-/// [`ANY_TYPE`]. The first callback that matches a value is the one called.
+/// `ANY_TYPE`. The first callback that matches a value is the one called.
 #[derive(Clone)]
 pub struct Callback {
     /// The values it is for (see above).

@@ -1,6 +1,6 @@
 //! Panics at this library's entry points. Every entry catches them (`catch`), and the error it
-//! raises says what panicked, where: "rffi: panic in the fast call path: <message> (at
-//! <file>:<line>)". Nothing is printed: this library's panic hook (its own copy of std's, which
+//! raises says what panicked, where: `rffi: panic in the fast call path: <message> (at
+//! <file>:<line>)`. Nothing is printed: this library's panic hook (its own copy of std's, which
 //! the host's hooks and other libraries' never see) keeps the site for the catch instead. A panic
 //! outside every `catch` (which ends the process) is still printed, by the default hook.
 
