@@ -36,14 +36,7 @@ fn write_st(path: &Path, tensors: &[(&str, &[i64], Vec<f32>)]) {
             data.len()
         ));
     }
-    let mut h = format!("{{{}}}", header.join(",")).into_bytes();
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(h);
-    bytes.extend(data);
-    std::fs::write(path, bytes).unwrap();
+    write_raw_st(path, &format!("{{{}}}", header.join(",")), &data);
 }
 
 fn arange(n: usize) -> Vec<f32> {

@@ -9,13 +9,6 @@ fn copy(v: &Any) -> Any {
     deep_copy(&v.view()).unwrap()
 }
 
-fn same(a: &Any, b: &Any) -> bool {
-    a.view()
-        .as_object()
-        .unwrap()
-        .same_as(b.view().as_object().unwrap())
-}
-
 fn item(v: &Any, i: usize) -> Any {
     v.try_as::<Array>()
         .unwrap()

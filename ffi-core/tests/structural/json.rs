@@ -11,13 +11,6 @@ fn round_trip(v: &Any) -> Any {
     from_json_graph(&text).unwrap_or_else(|e| panic!("{}: {text}", e.message()))
 }
 
-fn same(a: &Any, b: &Any) -> bool {
-    a.view()
-        .as_object()
-        .unwrap()
-        .same_as(b.view().as_object().unwrap())
-}
-
 #[test]
 fn values_round_trip() {
     let t = Tensor::from_slice(&[1i32, -2, 3, 4, 5, 6], &[2, 3]).unwrap();

@@ -63,13 +63,6 @@ fn taken(trace: &Trace) -> Vec<String> {
     std::mem::take(&mut *trace.lock().unwrap())
 }
 
-fn same(a: &Any, b: &Any) -> bool {
-    a.view()
-        .as_object()
-        .unwrap()
-        .same_as(b.view().as_object().unwrap())
-}
-
 #[test]
 fn walks_in_pre_and_post_order() {
     let trace = Trace::default();

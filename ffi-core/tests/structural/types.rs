@@ -53,6 +53,14 @@ rffi_core::object_type! {
     }
 }
 
+/// Whether two values are the same object.
+pub fn same(a: &Any, b: &Any) -> bool {
+    a.view()
+        .as_object()
+        .unwrap()
+        .same_as(b.view().as_object().unwrap())
+}
+
 pub fn var(name: &str) -> Any {
     static KIND: std::sync::Once = std::sync::Once::new();
     KIND.call_once(|| set_eq_hash_kind(Var::type_index(), kRFFISEqHashKindFreeVar).unwrap());

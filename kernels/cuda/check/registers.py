@@ -12,42 +12,29 @@ in bytes, marked SPILLS where ptxas spilled); the exit status is 1 when a module
 from __future__ import annotations
 
 import argparse
-import ctypes
 import glob
 import os
 import re
 import sys
 
+import nvrtc_lib  # beside this script
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def nvrtc():
-    import nvidia.cuda_nvrtc as pkg
-
-    root = list(pkg.__path__)[0]
-    libs = sorted(glob.glob(os.path.join(root, "lib", "libnvrtc.so*")))
-    libs = [p for p in libs if "alt" not in os.path.basename(p)]
-    if not libs:
-        sys.exit(f"no libnvrtc.so under {root}")
-    return ctypes.CDLL(libs[0])
+    lib = nvrtc_lib.load()
+    if lib is None:
+        sys.exit("NVRTC not found: pip install nvidia-cuda-nvrtc-cu12")
+    return lib
 
 
 def compile_log(lib, path, arch):
     """(ok, ptxas log) of one module compiled to machine code for `arch`."""
     with open(path, "rb") as fh:
         src = fh.read()
-    prog = ctypes.c_void_p()
-    name = os.path.basename(path).encode()
-    if lib.nvrtcCreateProgram(ctypes.byref(prog), src, name, 0, None, None) != 0:
-        return False, "nvrtcCreateProgram failed"
     opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", b"--ptxas-options=-v"]
-    rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    log = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return rc == 0, log.value.decode(errors="replace")
+    return nvrtc_lib.compile_source(lib, src, os.path.basename(path).encode(), opts)
 
 
 def kernels(log):

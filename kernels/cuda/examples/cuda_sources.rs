@@ -5,8 +5,7 @@
 //!
 //! Usage: `cargo run -p rffi-kernels-cuda --example cuda_sources -- OUT_DIR`
 
-use rffi_core::DataType;
-use rffi_kernels_cuda::source::{dt_of, module_source, Family};
+use rffi_kernels_cuda::source::{dt_of, module_source, Family, DTYPES};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,16 +18,8 @@ fn main() -> ExitCode {
         eprintln!("cuda_sources: cannot create {}: {e}", dir.display());
         return ExitCode::FAILURE;
     }
-    let dtypes = [
-        DataType::float(32),
-        DataType::float(64),
-        DataType::float(16),
-        DataType::bfloat16(),
-        DataType::int(32),
-        DataType::int(64),
-    ];
     let mut written = 0;
-    for d in dtypes {
+    for d in DTYPES {
         let dt = dt_of(d).expect("every listed dtype has a CUDA module");
         for family in Family::ALL.into_iter().filter(|f| f.serves(&dt)) {
             let path = dir.join(format!("rffi_kernels_{}_{}.cu", dt.name, family.name()));

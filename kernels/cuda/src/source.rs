@@ -109,6 +109,16 @@ impl Dt {
     }
 }
 
+/// The dtypes with a CUDA module (those `dt_of` knows), in its order.
+pub const DTYPES: [DataType; 6] = [
+    DataType::float(32),
+    DataType::float(64),
+    DataType::float(16),
+    DataType::bfloat16(),
+    DataType::int(32),
+    DataType::int(64),
+];
+
 pub fn dt_of(d: DataType) -> Option<Dt> {
     let (name, size, is_float, compute) = if d == DataType::float(32) {
         ("f32", 4, true, Compute::F32)
@@ -212,14 +222,7 @@ mod tests {
 
     #[test]
     fn every_dtype_has_a_module() {
-        for d in [
-            DataType::float(32),
-            DataType::float(64),
-            DataType::float(16),
-            DataType::bfloat16(),
-            DataType::int(32),
-            DataType::int(64),
-        ] {
+        for d in DTYPES {
             let dt = dt_of(d).unwrap();
             let src = module_source(&dt, Family::Elementwise);
             assert!(src.contains(&format!("#define VEC {}", dt.vec)));

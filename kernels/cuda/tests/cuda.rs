@@ -74,14 +74,7 @@ fn without_a_driver_the_backend_says_why_and_cpu_dispatch_is_unaffected() {
     }
 }
 
-const ALL: [DataType; 6] = [
-    DataType::float(32),
-    DataType::float(64),
-    DataType::float(16),
-    DataType::bfloat16(),
-    DataType::int(32),
-    DataType::int(64),
-];
+const ALL: [DataType; 6] = rffi_kernels_cuda::source::DTYPES;
 
 #[test]
 fn every_op_and_dtype_matches_the_cpu() {

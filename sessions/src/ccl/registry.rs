@@ -124,42 +124,56 @@ fn peers_arg(v: &AnyView<'_>, world: usize, what: &str) -> Result<Peers> {
             v.type_name()
         )));
     };
-    if list.len() != world {
+    check_peer_count(what, list.len(), world)?;
+    Ok(Peers::PerWorker(list))
+}
+
+/// A ValueError unless a peer list has one entry per worker.
+pub(super) fn check_peer_count(what: &str, n: usize, world: usize) -> Result<()> {
+    if n != world {
         return Err(Error::value_error(format!(
             "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
-             got {}",
-            list.len()
+             got {n}"
         )));
     }
-    Ok(Peers::PerWorker(list))
+    Ok(())
+}
+
+/// Entry `i` of a peer list, an int (else a TypeError naming the entry).
+fn peer_entry(list: &Array, i: usize, what: &str) -> Result<i64> {
+    list.get(i)
+        .ok_or_else(|| Error::index_error("peer list"))?
+        .try_as::<i64>()
+        .map_err(|e| {
+            Error::type_error(format!(
+                "{what} argument #1 (peer): entry {i}: {}",
+                e.message()
+            ))
+        })
+}
+
+/// Worker `rank`'s peer `p`: `None` when negative (nothing to do), else another worker of the
+/// session (a ValueError otherwise).
+pub(super) fn check_peer(what: &str, rank: usize, p: i64, world: usize) -> Result<Option<usize>> {
+    if p < 0 {
+        return Ok(None);
+    }
+    if p as usize >= world || p as usize == rank {
+        return Err(Error::value_error(format!(
+            "{what} argument #1 (peer): worker {rank} cannot exchange with worker {p} \
+             (the session has {world} workers)"
+        )));
+    }
+    Ok(Some(p as usize))
 }
 
 /// This worker's peer (`None`: nothing to do). Its faults may be this worker's alone.
 fn peer_of(peers: &Peers, rank: usize, world: usize, what: &str) -> Result<Option<usize>> {
     let p = match peers {
         Peers::One(p) => *p,
-        Peers::PerWorker(list) => list
-            .get(rank)
-            .ok_or_else(|| Error::index_error("peer list"))?
-            .try_as::<i64>()
-            .map_err(|e| {
-                Error::type_error(format!(
-                    "{what} argument #1 (peer): entry {rank}: {}",
-                    e.message()
-                ))
-            })?,
+        Peers::PerWorker(list) => peer_entry(list, rank, what)?,
     };
-    if p < 0 {
-        return Ok(None);
-    }
-    let p = p as usize;
-    if p >= world || p == rank {
-        return Err(Error::value_error(format!(
-            "{what} argument #1 (peer): worker {rank} cannot exchange with worker {p} \
-             (the session has {world} workers)"
-        )));
-    }
-    Ok(Some(p))
+    check_peer(what, rank, p, world)
 }
 
 fn p2p(what: &str, a: &[AnyView<'_>], send: bool) -> Result<Any> {
@@ -285,17 +299,8 @@ fn session_p2p(what: &str, a: &[AnyView<'_>], send: bool) -> Result<Any> {
         let world = s.num_workers();
         let peers = match peers_arg(&a[2], world, name)? {
             Peers::One(p) => vec![p; world],
-            Peers::PerWorker(list) => list
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    v.try_as::<i64>().map_err(|e| {
-                        Error::type_error(format!(
-                            "{name} argument #1 (peer): entry {i}: {}",
-                            e.message()
-                        ))
-                    })
-                })
+            Peers::PerWorker(list) => (0..world)
+                .map(|i| peer_entry(&list, i, name))
                 .collect::<Result<Vec<_>>>()?,
         };
         if send {

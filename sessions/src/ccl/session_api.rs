@@ -1,7 +1,7 @@
 //! Collectives as `Session` methods: each broadcasts the `ccl.*` call of the same name to every
 //! worker and returns at once (failures come back at the next sync or fetch, as for any call).
 
-use super::shm;
+use super::{registry, shm};
 use crate::dref::DRef;
 use crate::session::Session;
 use rffi_core::{Any, Array, Error, Result};
@@ -108,20 +108,9 @@ impl Session {
     /// it would wait (with NCCL, on the GPU, with no timeout).
     fn check_peers(&self, what: &str, peers: &[i64]) -> Result<()> {
         let world = self.num_workers();
-        if peers.len() != world {
-            return Err(Error::value_error(format!(
-                "{what} argument #1 (peer): a list of peers needs one entry per worker ({world}), \
-                 got {}",
-                peers.len()
-            )));
-        }
+        registry::check_peer_count(what, peers.len(), world)?;
         for (rank, &p) in peers.iter().enumerate() {
-            if p >= 0 && (p as usize >= world || p as usize == rank) {
-                return Err(Error::value_error(format!(
-                    "{what} argument #1 (peer): worker {rank} cannot exchange with worker {p} \
-                     (the session has {world} workers)"
-                )));
-            }
+            registry::check_peer(what, rank, p, world)?;
         }
         Ok(())
     }
