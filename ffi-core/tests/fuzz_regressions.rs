@@ -7,20 +7,7 @@
 #[allow(dead_code)]
 mod harness;
 
-use std::path::{Path, PathBuf};
-
-fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz")
-        .join(kind)
-        .join(target);
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    files
-}
+use harness::saved::inputs;
 
 /// Runs every saved input of every target; a failure names the file.
 fn replay(kind: &str) -> usize {

@@ -17,6 +17,7 @@ pub mod dlpack;
 pub mod input;
 pub mod json_graph;
 pub mod pool;
+pub mod saved;
 pub mod strings;
 pub mod values;
 

@@ -7,23 +7,11 @@
 #[path = "../../fuzz/src/session_frames.rs"]
 mod harness;
 
-use std::path::{Path, PathBuf};
-
-fn inputs(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz")
-        .join(kind)
-        .join("session_frames");
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    files
-}
+#[path = "../../fuzz/src/saved.rs"]
+mod saved;
 
 fn replay(kind: &str) -> usize {
-    let files = inputs(kind);
+    let files = saved::inputs(kind, "session_frames");
     for file in &files {
         let data = std::fs::read(file).unwrap();
         // A plain catch: a failing input's panic prints, showing why it fails.
