@@ -30,7 +30,7 @@ use crate::abi::RFFI_DEFAULT_MAX_CALL_DEPTH;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
-pub(crate) use thread_slot::{fast_guard, with_guard};
+pub(crate) use thread_slot::{fast_guard, thread_blocks, with_guard};
 
 /// The environment variable read (once, on the first callback entered) for the maximum depth.
 pub const MAX_CALL_DEPTH_ENV: &str = "RFFI_MAX_CALL_DEPTH";

@@ -1,4 +1,5 @@
-//! Where a thread's call-depth guard lives, found on the fast path without a thread-local access.
+//! Where a thread's call-depth guard and tensor block caches live, found on the fast path without
+//! a thread-local access.
 //!
 //! Why not a plain thread local: librffi.so is usually loaded with dlopen (by Python, by C hosts
 //! that load it at run time), so a Rust thread local in it is reached through `__tls_get_addr`
@@ -17,12 +18,14 @@
 //! always takes the slow path (as fast as before this table existed). Each thread decides once
 //! which guard it uses, so its depth is never split between two.
 //!
-//! Lifetimes: a thread-local destructor frees the slot when its thread exits, so a later thread
-//! that reuses the thread pointer finds it free; callbacks entered during thread teardown, after
+//! Lifetimes: a thread-local destructor frees the slot when its thread exits (giving the cached
+//! blocks back to the allocator first), so a later thread that reuses the thread pointer finds it
+//! free; callbacks entered during thread teardown, after
 //! that destructor, count from a fresh guard. In the child of a `fork`, a pthread_atfork handler
 //! frees the slots of the threads that did not survive.
 
 use super::Guard;
+use crate::tensor::ThreadBlocks;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -48,6 +51,10 @@ static TABLE: [Slot; SLOTS] = [const {
         guard: Guard::new(),
     }
 }; SLOTS];
+
+/// The block caches of each slot's thread, beside the table rather than in it: the guard's
+/// slot stays one cache line, as the callback entry wants.
+static BLOCKS: [ThreadBlocks; SLOTS] = [const { ThreadBlocks::new() }; SLOTS];
 
 /// The thread pointer, where the platform's TLS ABI defines one that user code may read.
 #[inline(always)]
@@ -88,26 +95,40 @@ fn thread_pointer() -> Option<usize> {
     }
 }
 
-/// The slot a thread pointer hashes to (Fibonacci hashing: thread control blocks lie a stack
-/// size apart, which the multiply spreads over the table).
+/// The index of the slot a thread pointer hashes to (Fibonacci hashing: thread control blocks
+/// lie a stack size apart, which the multiply spreads over the table).
 #[inline(always)]
-fn slot_of(tp: usize) -> &'static Slot {
-    &TABLE[(tp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - SLOT_BITS)]
+fn index_of(tp: usize) -> usize {
+    (tp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - SLOT_BITS)
+}
+
+/// The index of this thread's slot, if it owns one.
+#[inline(always)]
+fn own_index() -> Option<usize> {
+    let tp = thread_pointer()?;
+    let i = index_of(tp);
+    (TABLE[i].owner.load(Ordering::Relaxed) == tp).then_some(i)
 }
 
 /// This thread's guard when it owns a slot; `None` sends the caller to `with_guard`.
 #[inline(always)]
 pub(crate) fn fast_guard() -> Option<&'static Guard> {
-    let tp = thread_pointer()?;
-    let slot = slot_of(tp);
-    (slot.owner.load(Ordering::Relaxed) == tp).then_some(&slot.guard)
+    own_index().map(|i| &TABLE[i].guard)
+}
+
+/// This thread's block caches when it owns a slot; `None`: use the global allocator. (A thread
+/// claims its slot on its first callback or object release, so the tensor paths find it.)
+#[inline(always)]
+pub(crate) fn thread_blocks() -> Option<&'static ThreadBlocks> {
+    own_index().map(|i| &BLOCKS[i])
 }
 
 /// Which guard a thread uses, decided on its first callback.
 #[derive(Clone, Copy)]
 enum Choice {
     Undecided,
-    Slot(&'static Slot),
+    /// The index of the slot it owns.
+    Slot(usize),
     Own,
 }
 
@@ -120,7 +141,7 @@ struct Holder {
 impl Holder {
     fn guard(&self) -> &Guard {
         match self.choice.get() {
-            Choice::Slot(slot) => &slot.guard,
+            Choice::Slot(i) => &TABLE[i].guard,
             Choice::Own => &self.own,
             Choice::Undecided => {
                 let choice = thread_pointer()
@@ -135,10 +156,13 @@ impl Holder {
 
 impl Drop for Holder {
     fn drop(&mut self) {
-        if let Choice::Slot(slot) = self.choice.get() {
+        if let Choice::Slot(i) = self.choice.get() {
             self.choice.set(Choice::Own);
+            // SAFETY: this thread owns the slot and is not inside a cache operation (they call
+            // nothing); from here on its releases miss the slot and use the global allocator.
+            unsafe { BLOCKS[i].drain() };
             // Release: the next owner's claim (Acquire) sees this thread's last writes.
-            slot.owner.store(FREE, Ordering::Release);
+            TABLE[i].owner.store(FREE, Ordering::Release);
         }
     }
 }
@@ -149,16 +173,17 @@ thread_local! {
     };
 }
 
-/// Takes the slot `tp` hashes to if it is free.
-fn claim(tp: usize) -> Option<&'static Slot> {
+/// Takes the slot `tp` hashes to if it is free; its index.
+fn claim(tp: usize) -> Option<usize> {
     register_fork_handler();
-    let slot = slot_of(tp);
+    let i = index_of(tp);
+    let slot = &TABLE[i];
     slot.owner
         .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
         .ok()?;
     slot.guard.reset();
     slot.owner.store(tp, Ordering::Release);
-    Some(slot)
+    Some(i)
 }
 
 /// Runs `f` with this thread's guard (the slow path: claims a slot on the thread's first call).
@@ -209,6 +234,10 @@ fn register_fork_handler() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn slot_of(tp: usize) -> &'static Slot {
+        &TABLE[index_of(tp)]
+    }
 
     #[test]
     fn a_thread_claims_a_slot_and_frees_it_when_it_exits() {
@@ -268,6 +297,30 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), guards.len(), "{guards:x?}");
+    }
+
+    #[test]
+    fn a_threads_tensor_memory_is_reused_and_given_back_when_it_exits() {
+        let made = std::thread::spawn(|| {
+            let tensor_at = || {
+                let t = crate::tensor::Tensor::from_slice(&[1f32, 2.0], &[2]).unwrap();
+                t.as_raw() as usize
+            };
+            tensor_at(); // its release claims this thread's slot
+            let i = own_index()?;
+            // The memory of a freed tensor waits in the slot's cache for the next one.
+            let first = tensor_at();
+            assert!(BLOCKS[i].cached() > 0);
+            assert_eq!(tensor_at(), first);
+            Some(i)
+        })
+        .join()
+        .unwrap();
+        let Some(i) = made else { return };
+        // Given back at exit, unless a new thread has taken the slot meanwhile.
+        if TABLE[i].owner.load(Ordering::Acquire) == FREE {
+            assert_eq!(BLOCKS[i].cached(), 0);
+        }
     }
 
     /// Runs `f` on a new thread whose own slot another thread (a made-up owner) already holds.

@@ -8,17 +8,27 @@
 //! global allocator when the cache is full and when the thread exits. Blocks freed on another
 //! thread than the one that allocated them simply join that thread's cache: every block of a
 //! cache has the same layout and came from the global allocator.
+//!
+//! The caches live beside the thread's call-depth guard in the thread-slot table
+//! (`call_depth::thread_blocks`), not in thread locals: librffi.so is usually dlopen'ed, where a
+//! thread local costs a `__tls_get_addr` call, and an import plus a release took two of them. A
+//! thread without a slot (before its first release, or when another thread holds the slot its
+//! thread pointer names) uses the global allocator directly.
 
+use super::dlpack::ExportBlocks;
+use super::layout::SmallBlocks;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use std::alloc::Layout;
-use std::thread::LocalKey;
 
 /// Blocks kept per thread and size.
 const CAPACITY: usize = 32;
 
 /// Freed blocks of `SIZE` bytes aligned to `ALIGN`, owned by this cache.
 pub(super) struct FreeBlocks<const SIZE: usize, const ALIGN: usize> {
+    /// The block freed last (null: none), apart from the rest: the next `alloc` takes it with
+    /// one load, not two loads that each wait for the last `free`'s stores.
+    top: *mut u8,
     len: usize,
     blocks: [*mut u8; CAPACITY],
 }
@@ -26,6 +36,7 @@ pub(super) struct FreeBlocks<const SIZE: usize, const ALIGN: usize> {
 impl<const SIZE: usize, const ALIGN: usize> FreeBlocks<SIZE, ALIGN> {
     pub(super) const fn new() -> Self {
         FreeBlocks {
+            top: core::ptr::null_mut(),
             len: 0,
             blocks: [core::ptr::null_mut(); CAPACITY],
         }
@@ -38,9 +49,13 @@ impl<const SIZE: usize, const ALIGN: usize> FreeBlocks<SIZE, ALIGN> {
     };
 }
 
-impl<const SIZE: usize, const ALIGN: usize> Drop for FreeBlocks<SIZE, ALIGN> {
-    fn drop(&mut self) {
-        for &block in &self.blocks[..self.len] {
+impl<const SIZE: usize, const ALIGN: usize> FreeBlocks<SIZE, ALIGN> {
+    fn drain(&mut self) {
+        let top = core::mem::replace(&mut self.top, core::ptr::null_mut());
+        for &block in self.blocks[..self.len]
+            .iter()
+            .chain((!top.is_null()).then_some(&top))
+        {
             // SAFETY: every cached block came from the global allocator with `LAYOUT` (see
             // `alloc`/`free`) and is owned by the cache alone.
             unsafe { std::alloc::dealloc(block, Self::LAYOUT) };
@@ -49,36 +64,76 @@ impl<const SIZE: usize, const ALIGN: usize> Drop for FreeBlocks<SIZE, ALIGN> {
     }
 }
 
-/// A thread's cache of one block size.
-pub(super) type Cache<const SIZE: usize, const ALIGN: usize> =
-    LocalKey<UnsafeCell<FreeBlocks<SIZE, ALIGN>>>;
+/// A thread's caches, one per block size, in its thread slot.
+pub(crate) struct ThreadBlocks {
+    pub(super) small_tensors: UnsafeCell<SmallBlocks>,
+    pub(super) exports: UnsafeCell<ExportBlocks>,
+}
+
+// SAFETY: a slot's caches are only touched by the thread that owns the slot, in `alloc`, `free`
+// and `drain` (which call nothing while they hold a reference); ownership passes between threads
+// through the slot's owner word (a Release store when a thread gives the slot up, an Acquire
+// claim by the next), so each owner sees its predecessor's writes.
+unsafe impl Sync for ThreadBlocks {}
+
+impl ThreadBlocks {
+    pub(crate) const fn new() -> Self {
+        ThreadBlocks {
+            small_tensors: UnsafeCell::new(SmallBlocks::new()),
+            exports: UnsafeCell::new(ExportBlocks::new()),
+        }
+    }
+
+    /// How many blocks are cached (the owner's view).
+    #[cfg(test)]
+    pub(crate) fn cached(&self) -> usize {
+        // SAFETY: the tests call this from the owning thread, or once the slot is free.
+        let count = |top: *mut u8, len: usize| len + usize::from(!top.is_null());
+        // SAFETY: as above.
+        unsafe {
+            let (t, e) = (&*self.small_tensors.get(), &*self.exports.get());
+            count(t.top, t.len) + count(e.top, e.len)
+        }
+    }
+
+    /// Gives every cached block back to the global allocator (the slot's thread is exiting).
+    ///
+    /// # Safety
+    /// Called by the slot's owner, with no `alloc` or `free` of this slot running.
+    pub(crate) unsafe fn drain(&self) {
+        // SAFETY: forwarded contract: this thread alone touches the caches now.
+        unsafe {
+            (*self.small_tensors.get()).drain();
+            (*self.exports.get()).drain();
+        }
+    }
+}
+
+/// Which cache of a thread's blocks a call uses.
+pub(super) type Pick<const SIZE: usize, const ALIGN: usize> =
+    fn(&ThreadBlocks) -> &UnsafeCell<FreeBlocks<SIZE, ALIGN>>;
 
 /// A block of `FreeBlocks::<SIZE, ALIGN>::LAYOUT`: a cached one if this thread has any, else a
 /// fresh one (aborting through `handle_alloc_error` if there is no memory, as `Box` does).
 /// Release it with `free` on the same cache.
-#[inline]
-pub(super) fn alloc<const SIZE: usize, const ALIGN: usize>(
-    cache: &'static Cache<SIZE, ALIGN>,
-) -> NonNull<u8> {
-    // During thread teardown the cache may be gone; the global allocator still works.
-    let cached = cache
-        .try_with(|c| {
-            // SAFETY: the cache is only touched by this thread, in this function and `free`,
-            // neither of which calls out while it holds the reference.
-            let c = unsafe { &mut *c.get() };
-            if c.len == 0 {
-                return None;
-            }
-            c.len -= 1;
-            // SAFETY: entries below `len` are cached blocks; the block now leaves the cache.
-            NonNull::new(unsafe { *c.blocks.get_unchecked(c.len) })
-        })
-        .ok()
-        .flatten();
-    match cached {
-        Some(block) => block,
-        None => alloc_fresh::<SIZE, ALIGN>(),
+#[inline(always)]
+pub(super) fn alloc<const SIZE: usize, const ALIGN: usize>(pick: Pick<SIZE, ALIGN>) -> NonNull<u8> {
+    if let Some(blocks) = crate::call_depth::thread_blocks() {
+        // SAFETY: this thread owns the slot; nothing else touches its caches while this
+        // reference lives (see `ThreadBlocks`).
+        let c = unsafe { &mut *pick(blocks).get() };
+        if let Some(block) = NonNull::new(c.top) {
+            c.top = if c.len == 0 {
+                core::ptr::null_mut()
+            } else {
+                c.len -= 1;
+                // SAFETY: entries below `len` are cached blocks; this one moves to the top.
+                unsafe { *c.blocks.get_unchecked(c.len) }
+            };
+            return block;
+        }
     }
+    alloc_fresh::<SIZE, ALIGN>()
 }
 
 #[inline(never)]
@@ -92,28 +147,27 @@ fn alloc_fresh<const SIZE: usize, const ALIGN: usize>() -> NonNull<u8> {
 /// Gives a block back: into this thread's cache if it has room, else to the global allocator.
 ///
 /// # Safety
-/// `block` came from `alloc` on a cache of the same `SIZE` and `ALIGN` (any thread's), and is
-/// not used afterwards.
-#[inline]
+/// `block` came from `alloc` with the same `pick` (on any thread), and is not used afterwards.
+#[inline(always)]
 pub(super) unsafe fn free<const SIZE: usize, const ALIGN: usize>(
-    cache: &'static Cache<SIZE, ALIGN>,
+    pick: Pick<SIZE, ALIGN>,
     block: NonNull<u8>,
 ) {
-    let kept = cache
-        .try_with(|c| {
-            // SAFETY: as in `alloc`.
-            let c = unsafe { &mut *c.get() };
-            if c.len == CAPACITY {
-                return false;
-            }
-            // SAFETY: `len < CAPACITY`; the cache takes over the block.
-            unsafe { *c.blocks.get_unchecked_mut(c.len) = block.as_ptr() };
+    if let Some(blocks) = crate::call_depth::thread_blocks() {
+        // SAFETY: as in `alloc`.
+        let c = unsafe { &mut *pick(blocks).get() };
+        if c.top.is_null() {
+            c.top = block.as_ptr();
+            return;
+        }
+        if c.len != CAPACITY {
+            // SAFETY: `len < CAPACITY`; the old top joins the rest, the block is the new top.
+            unsafe { *c.blocks.get_unchecked_mut(c.len) = c.top };
             c.len += 1;
-            true
-        })
-        .unwrap_or(false);
-    if !kept {
-        // SAFETY: forwarded contract: a block of `LAYOUT` from the global allocator.
-        unsafe { std::alloc::dealloc(block.as_ptr(), FreeBlocks::<SIZE, ALIGN>::LAYOUT) };
+            c.top = block.as_ptr();
+            return;
+        }
     }
+    // SAFETY: forwarded contract: a block of `LAYOUT` from the global allocator.
+    unsafe { std::alloc::dealloc(block.as_ptr(), FreeBlocks::<SIZE, ALIGN>::LAYOUT) };
 }

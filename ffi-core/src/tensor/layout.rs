@@ -138,13 +138,10 @@ const SMALL_NDIM: usize = 4;
 const SMALL_OWNER_OFFSET: usize = TAIL_OFFSET + 2 * SMALL_NDIM * size_of::<i64>();
 const SMALL_SIZE: usize = SMALL_OWNER_OFFSET + size_of::<Owner>();
 
-type SmallBlocks = cache::FreeBlocks<SMALL_SIZE, TENSOR_ALIGN>;
+pub(super) type SmallBlocks = cache::FreeBlocks<SMALL_SIZE, TENSOR_ALIGN>;
 
-thread_local! {
-    /// This thread's freed small tensor objects.
-    static SMALL_TENSORS: core::cell::UnsafeCell<SmallBlocks> =
-        const { core::cell::UnsafeCell::new(SmallBlocks::new()) };
-}
+/// This thread's cache of freed small tensor objects.
+const SMALL_TENSORS: cache::Pick<SMALL_SIZE, TENSOR_ALIGN> = |b| &b.small_tensors;
 
 /// The layout of a tensor object with an `ndim`-dimensional tail, and the offset of its owner:
 /// the head, shape[ndim], strides[ndim], then the `Owner`. Tensors of up to `SMALL_NDIM`
@@ -199,7 +196,7 @@ pub(super) unsafe extern "C" fn tensor_deleter(obj: *mut c_void, flags: i32) {
             // SAFETY: a small object from `alloc_tensor`, not touched again; the producer's
             // tensor is released once, here.
             unsafe {
-                cache::free(&SMALL_TENSORS, NonNull::new_unchecked(obj.cast()));
+                cache::free(SMALL_TENSORS, NonNull::new_unchecked(obj.cast()));
                 release_versioned(m);
             }
             return;
@@ -235,7 +232,7 @@ unsafe fn tensor_deleter_general(t: *mut TensorHead, n: usize, flags: i32) {
 unsafe fn free_tensor_memory(obj: NonNull<u8>, n: usize) {
     if n <= SMALL_NDIM {
         // SAFETY: small objects come from `cache::alloc` on this cache (see `alloc_tensor`).
-        unsafe { cache::free(&SMALL_TENSORS, obj) }
+        unsafe { cache::free(SMALL_TENSORS, obj) }
     } else {
         // SAFETY: the others come from the global allocator with `tensor_layout(n)`.
         unsafe { std::alloc::dealloc(obj.as_ptr(), tensor_layout(n).0) }
@@ -248,7 +245,7 @@ unsafe fn free_tensor_memory(obj: NonNull<u8>, n: usize) {
 #[inline]
 pub(super) fn alloc_tensor(n: usize) -> NonNull<TensorHead> {
     let t = if n <= SMALL_NDIM {
-        cache::alloc(&SMALL_TENSORS).cast::<TensorHead>()
+        cache::alloc(SMALL_TENSORS).cast::<TensorHead>()
     } else {
         let (layout, _) = tensor_layout(n);
         // SAFETY: the layout has a non-zero size (at least the head).

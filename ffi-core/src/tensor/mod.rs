@@ -41,6 +41,7 @@ pub use alloc::{env_allocator, set_env_allocator, RFFI_CPU_TENSOR_ALIGNMENT};
 pub use convert::TensorMut;
 pub use host_memory::Element;
 
+pub(crate) use cache::ThreadBlocks;
 pub(crate) use extent::{
     checked_numel, fill_compact_strides, is_aligned_parts, is_contiguous_parts,
 };

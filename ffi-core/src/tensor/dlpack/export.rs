@@ -8,16 +8,16 @@ use crate::tensor::{cache, Tensor};
 use core::ptr::NonNull;
 
 /// Managed tensors made by `to_dlpack_versioned` are blocks of this cache.
-type ExportBlocks = cache::FreeBlocks<
+pub(in crate::tensor) type ExportBlocks = cache::FreeBlocks<
     { size_of::<DLManagedTensorVersioned>() },
     { align_of::<DLManagedTensorVersioned>() },
 >;
 
-thread_local! {
-    /// This thread's freed managed tensors, for the next export.
-    static EXPORTS: core::cell::UnsafeCell<ExportBlocks> =
-        const { core::cell::UnsafeCell::new(ExportBlocks::new()) };
-}
+/// This thread's cache of freed managed tensors, for the next export.
+const EXPORTS: cache::Pick<
+    { size_of::<DLManagedTensorVersioned>() },
+    { align_of::<DLManagedTensorVersioned>() },
+> = |b| &b.exports;
 
 unsafe extern "C" fn versioned_deleter(m: *mut DLManagedTensorVersioned) {
     let Some(m) = NonNull::new(m) else {
@@ -28,7 +28,7 @@ unsafe extern "C" fn versioned_deleter(m: *mut DLManagedTensorVersioned) {
     // calls the deleter once, so both are released exactly once here.
     unsafe {
         let obj = (*m.as_ptr()).manager_ctx.cast();
-        cache::free(&EXPORTS, m.cast());
+        cache::free(EXPORTS, m.cast());
         dec_ref(obj);
     }
 }
@@ -57,7 +57,7 @@ impl Tensor {
         } else {
             0
         };
-        let m = cache::alloc(&EXPORTS).cast::<DLManagedTensorVersioned>();
+        let m = cache::alloc(EXPORTS).cast::<DLManagedTensorVersioned>();
         // SAFETY: a fresh block of the managed tensor's layout, written whole; the reference
         // added belongs to it and is released by `versioned_deleter`, as is the block.
         unsafe {

@@ -13,6 +13,7 @@ mod export;
 mod tests;
 mod validate;
 
+pub(super) use export::ExportBlocks;
 use validate::try_build;
 pub(crate) use validate::{borrow_dltensor, check_dltensor};
 #[cfg(test)]
