@@ -21,6 +21,15 @@ _unpack_QQ = struct.Struct("<QQ").unpack_from
 _read_i64 = ctypes.c_int64.from_address
 
 
+def reduce_container(self):
+    """``__reduce__`` of the containers: one table of every container reachable, so cycles and
+    sharing survive (see ``_container_pickle``)."""
+    self._check_live("pickle")
+    from ._container_pickle import reduce
+
+    return reduce(self)
+
+
 class Array(Object, Sequence):
     """An immutable sequence of values (``ffi.Array``): ``len``, indexing (negative too), slicing
     (to a list), iteration. ``rffi.Array([1, 2])`` makes one."""
@@ -67,6 +76,8 @@ class Array(Object, Sequence):
 
     def _value_form(self, what: str):
         return Array, (list(self),)
+
+    __reduce__ = reduce_container
 
     # Value behaviour, as a tuple: `==` by elements (with lists, tuples and rffi.List too), a hash
     # of the elements, `+` concatenation.
@@ -140,6 +151,8 @@ class Map(MappingViewsMixin, Object, Mapping):
 
     def _value_form(self, what: str):
         return Map, (self._pairs(),)
+
+    __reduce__ = reduce_container
 
     # Value behaviour, as a dict's: `==` by items (with any mapping); immutable, so hashable
     # when its values are.

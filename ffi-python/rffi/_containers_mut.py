@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, MutableSequence
 
-from ._container import mapping_repr, sequence_repr
+from ._container import mapping_repr, reduce_container, sequence_repr
 from ._mapping_views import MappingViewsMixin
 from ._object import CLASS_OF_INDEX, Object
 from ._object_model import _ffi
@@ -106,6 +106,8 @@ class List(Object, MutableSequence):
     def _copy_shell(self):
         return List(), self._items(), List.extend
 
+    __reduce__ = reduce_container
+
 
 class Dict(MappingViewsMixin, Object, MutableMapping):
     """A mutable, shared mapping in insertion order (``ffi.Dict``). ``rffi.Dict({"a": 1})``."""
@@ -165,6 +167,8 @@ class Dict(MappingViewsMixin, Object, MutableMapping):
 
     def _copy_shell(self):
         return Dict(), self._pairs(), Dict.update
+
+    __reduce__ = reduce_container
 
 
 CLASS_OF_INDEX[K_LIST] = List

@@ -297,3 +297,52 @@ def test_pickle_dict_with_a_container_key():
     d[rffi.List([1])] = 2
     (k, v), = pickle.loads(pickle.dumps(d)).items()
     assert list(k) == [1] and v == 2
+
+
+def test_pickle_keeps_cycles_and_sharing_through_containers():
+    lst = rffi.List([1, "a"])
+    d = rffi.Dict({"list": lst})
+    lst.append(lst)
+    lst.append(d)
+    dup = pickle.loads(pickle.dumps(lst))
+    assert not dup.same_as(lst)
+    assert dup[:2] == [1, "a"]
+    assert dup[2].same_as(dup) and dup[3]["list"].same_as(dup)
+    # A container held twice comes back as one, as a Python list held twice does.
+    shared = rffi.List([5])
+    arr = pickle.loads(pickle.dumps(rffi.Array([shared, rffi.Map({"s": shared})])))
+    assert arr[0].same_as(arr[1]["s"]) and list(arr[0]) == [5]
+    # A List key of a Dict that holds the Dict, and an Array value holding it.
+    d = rffi.Dict()
+    d[rffi.List([d])] = rffi.Array([d])
+    ((k, v),) = pickle.loads(pickle.dumps(d)).items()
+    assert k[0].same_as(v[0]) and len(k[0]) == 1
+
+
+def test_pickle_of_deeply_nested_containers_takes_no_deep_stack():
+    root = rffi.List()
+    cur = root
+    for _ in range(50_000):
+        nxt = rffi.List()
+        cur.append(nxt)
+        cur = nxt
+    arr = rffi.Array([])
+    for _ in range(20_000):
+        arr = rffi.Array([arr, 1])
+    for value in (root, arr):
+        dup = pickle.loads(pickle.dumps(value))
+        depth = 0
+        while len(dup):
+            dup, depth = dup[0], depth + 1
+        assert depth == (50_000 if value is root else 20_000)
+
+
+def test_a_malformed_container_table_is_a_clear_error():
+    from rffi._container_pickle import _Ref, rebuild
+
+    # Two Arrays holding each other: no List or Dict to close the cycle, so no pickle of
+    # rffi's makes this.
+    with pytest.raises(ValueError, match="cycle of immutable containers"):
+        rebuild([0, 0], [[_Ref(1)], [_Ref(0)]])
+    with pytest.raises(ValueError, match="differ in length"):
+        rebuild([0], [])
