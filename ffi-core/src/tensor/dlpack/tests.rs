@@ -57,6 +57,7 @@ fn fast_path_agrees_with_the_full_checks() {
         vec![],
         vec![0],
         vec![3],
+        vec![4],
         vec![2, 3],
         vec![0, 3],
         vec![3, 1, 2, 1],
@@ -119,7 +120,11 @@ fn fast_path_agrees_with_the_full_checks() {
         // Extremes whose byte extents overflow: the fast path must leave them to the checks.
         let huge = vec![(1i64 << 62) - 1; n];
         let min = vec![i64::MIN; n];
-        for mut strides in [None, Some(compact), Some(reversed), Some(huge), Some(min)] {
+        // (4 - 1) × this is u64::MAX exactly, without overflowing (fuzz input
+        // `fast-path-span-of-u64-max`: the span, one more, wrapped to 0 and passed).
+        let third = vec![(u64::MAX / 3) as i64; n];
+        let all = [Some(compact), Some(reversed), Some(huge), Some(min), Some(third)];
+        for mut strides in [None].into_iter().chain(all) {
             for (data, byte_offset) in [
                 (data, 0),
                 (core::ptr::null_mut(), 0),

@@ -116,15 +116,17 @@ pub(super) unsafe fn try_build(
     // whole bytes of one lane.
     if ok {
         let item = u64::from(fields.dtype.bits / 8);
+        // `reach` may be u64::MAX itself (one dimension's (d - 1) × |stride| can be exactly
+        // that without overflowing), so the `+ 1` is checked too.
         let span = if numel == 0 {
-            0
+            Some(0)
         } else if src_strides.is_null() {
-            numel as u64
+            Some(numel as u64)
         } else {
-            reach.max(numel as u64 - 1) + 1
+            reach.max(numel as u64 - 1).checked_add(1)
         };
         ok = span
-            .checked_mul(item)
+            .and_then(|span| span.checked_mul(item))
             .and_then(|b| b.checked_add(fields.byte_offset))
             .is_some_and(|end| end <= i64::MAX as u64);
     }
