@@ -7,7 +7,7 @@ LIB_RELEASE := $(TARGET_DIR)/release
 BUILD := $(TARGET_DIR)/examples-c
 
 .PHONY: all demo test check-tools fmt-check clippy rust-test cpp-test install install-test publish-check python-test python-demo kernels-test cuda-check bench header clean \
-	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan probe-python
+	fuzz fuzz-setup sanitize sanitize-valgrind sanitize-asan sanitize-tsan probe-python
 
 all: demo
 
@@ -138,7 +138,12 @@ ASAN_ENV := RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" \
 	RUSTDOCFLAGS="-Zsanitizer=address" \
 	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
 	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0
-sanitize: sanitize-valgrind sanitize-asan
+# ThreadSanitizer: `rffi_tsan` swaps the object release's fence for an Acquire load, which it sees.
+TSAN_ENV := RUSTFLAGS="-Zsanitizer=thread --cfg rffi_tsan -Clink-arg=-Wl,--export-dynamic" \
+	RUSTDOCFLAGS="-Zsanitizer=thread" \
+	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
+	TSAN_OPTIONS=halt_on_error=1 RFFI_BACKTRACE=0
+sanitize: sanitize-valgrind sanitize-asan sanitize-tsan
 
 sanitize-valgrind: fuzz-setup
 	$(CARGO) build -p rffi-c
@@ -147,6 +152,12 @@ sanitize-valgrind: fuzz-setup
 sanitize-asan: fuzz-setup
 	$(ASAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/asan --workspace --exclude rffi-c
 	$(ASAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/asan -p rffi-c --lib --test header
+
+## The Rust tests (plugins, worker processes and threads included) under ThreadSanitizer: any
+## data race it reports fails the run.
+sanitize-tsan: fuzz-setup
+	$(TSAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/tsan --workspace --exclude rffi-c
+	$(TSAN_ENV) $(CARGO) +nightly test --target-dir $(TARGET_DIR)/tsan -p rffi-c --lib --test header
 
 ## Regenerate include/rffi/c_api.h after changing the C API.
 header:
