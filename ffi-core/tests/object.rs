@@ -189,3 +189,67 @@ fn freeing_a_deeply_nested_value_takes_no_deep_stack() {
         .unwrap();
     assert_eq!(leaf.view().as_object().unwrap().strong_count(), 1);
 }
+
+/// A List and a Dict shared by eight threads that append, set, pop and read them at once (and a
+/// List that holds the Dict): every operation sees a whole container, and the counts add up.
+/// Run under ThreadSanitizer by `make sanitize-tsan`.
+#[test]
+fn lists_and_dicts_shared_by_threads_stay_consistent() {
+    use rffi_core::{Dict, List};
+    const THREADS: i64 = 8;
+    const ROUNDS: i64 = 1500;
+    let list = List::new(vec![]);
+    let dict = Dict::new(vec![]).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (list, dict) = (list.clone(), dict.clone());
+            s.spawn(move || {
+                for i in 0..ROUNDS {
+                    list.append(Any::from(t * ROUNDS + i));
+                    if i % 3 == 0 {
+                        list.pop(None).unwrap();
+                    }
+                    let key = Any::from(format!("thread {t}, key {}", i % 16));
+                    dict.set_item(key.clone(), Any::from(i)).unwrap();
+                    assert_eq!(
+                        dict.get(&key.view())
+                            .unwrap()
+                            .map(|v| v.try_as::<i64>().unwrap()),
+                        Some(i),
+                        "only this thread writes its keys"
+                    );
+                    if i % 5 == 0 {
+                        assert!(dict.pop(&key.view()).unwrap().is_some());
+                    }
+                    let items = list.items();
+                    assert!(items.iter().all(|v| v.try_as::<i64>().is_ok()));
+                    if i % 100 == 0 {
+                        List::new(vec![Any::from(dict.clone())]).clear();
+                    }
+                }
+            });
+        }
+    });
+    let pops = THREADS * ((ROUNDS + 2) / 3);
+    let mut items: Vec<i64> = list
+        .items()
+        .iter()
+        .map(|v| v.try_as::<i64>().unwrap())
+        .collect();
+    assert_eq!(items.len() as i64, THREADS * ROUNDS - pops);
+    items.sort_unstable();
+    items.dedup();
+    assert_eq!(items.len() as i64, THREADS * ROUNDS - pops, "no item twice");
+    // Each thread's last write of each of its 16 keys is there unless that write was popped.
+    for t in 0..THREADS {
+        for k in 0..16 {
+            let last = (ROUNDS - 1) - (ROUNDS - 1 - k) % 16;
+            let key = Any::from(format!("thread {t}, key {k}"));
+            let got = dict
+                .get(&key.view())
+                .unwrap()
+                .map(|v| v.try_as::<i64>().unwrap());
+            assert_eq!(got, (last % 5 != 0).then_some(last), "thread {t}, key {k}");
+        }
+    }
+}

@@ -123,7 +123,13 @@ fn fast_path_agrees_with_the_full_checks() {
         // (4 - 1) × this is u64::MAX exactly, without overflowing (fuzz input
         // `fast-path-span-of-u64-max`: the span, one more, wrapped to 0 and passed).
         let third = vec![(u64::MAX / 3) as i64; n];
-        let all = [Some(compact), Some(reversed), Some(huge), Some(min), Some(third)];
+        let all = [
+            Some(compact),
+            Some(reversed),
+            Some(huge),
+            Some(min),
+            Some(third),
+        ];
         for mut strides in [None].into_iter().chain(all) {
             for (data, byte_offset) in [
                 (data, 0),
