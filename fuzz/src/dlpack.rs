@@ -467,7 +467,8 @@ fn extent(
                 // (dim − 1) · stride fits in i128; times bits it may not, and is then too large.
                 let reach = ((i128::from(d) - 1) * i128::from(s))
                     .checked_mul(bits)
-                    .filter(|r| r.abs() <= LIMIT_BITS)
+                    // (checked: the product may be i128::MIN itself)
+                    .filter(|r| r.checked_abs().is_some_and(|a| a <= LIMIT_BITS))
                     .ok_or("one dimension's reach")?;
                 if reach > 0 {
                     pos += reach;
