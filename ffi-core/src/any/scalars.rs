@@ -153,8 +153,10 @@ fn from_cell_or_name<T: FromAny>(
     if v.0.type_index == index {
         cell(&v.0)
     } else {
+        // A name is text: strings only (not bytes, nor a byte array).
+        let text = matches!(v.0.type_index, kRFFIRawStr | kRFFISmallStr | kRFFIStr);
         match str_bytes_of(v) {
-            Some(b) if v.0.type_index != kRFFIByteArrayPtr => core::str::from_utf8(b)
+            Some(b) if text => core::str::from_utf8(b)
                 .map_err(|_| "invalid UTF-8".to_owned())
                 .and_then(parse),
             _ => return Err(mismatch::<T>(v)),
@@ -249,6 +251,17 @@ mod tests {
             Any::from("int8").try_as::<DataType>().unwrap().to_string(),
             "int8"
         );
+        // Names are text: a string names a device or a data type (small and heap strings
+        // alike), bytes with the same content do not.
+        for (name, id) in [("cuda:1", 1), ("cuda:100", 100)] {
+            assert_eq!(Any::from(name).try_as::<Device>().unwrap(), Device::cuda(id));
+        }
+        for bytes in [&b"cuda:1"[..], b"cuda:100"] {
+            let e = Any::from(bytes).try_as::<Device>().unwrap_err();
+            assert_eq!(e.kind(), "TypeError");
+            assert!(Any::from(bytes).try_as::<DataType>().is_err());
+        }
+        assert!(Any::from(&b"int8"[..]).try_as::<DataType>().is_err());
         // Foreign memory with an unknown device type is rejected, not trusted.
         let mut raw = NONE_RAW;
         raw.type_index = kRFFIDevice;
