@@ -134,10 +134,14 @@ VALGRIND := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kind
 ASAN_TARGET := x86_64-unknown-linux-gnu
 # --export-dynamic: the test executables carry the ASan runtime, and the ASan-built plugins they
 # load (dlopen) resolve its __asan_* symbols from them; without it they fail to load.
+# libstdc++ preloaded: ASan intercepts `__cxa_throw` only if it is there when the process starts,
+# and the Rust test executables do not link it; the C++ plugin a test loads later throws through
+# it ("CHECK failed: ... real___cxa_throw != 0" otherwise).
 ASAN_ENV := RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" \
 	RUSTDOCFLAGS="-Zsanitizer=address" \
 	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
-	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0
+	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0 \
+	LD_PRELOAD=$(shell $(CXX) -print-file-name=libstdc++.so)
 # ThreadSanitizer: `rffi_tsan` swaps the object release's fence for an Acquire load, which it sees.
 TSAN_ENV := RUSTFLAGS="-Zsanitizer=thread --cfg rffi_tsan -Clink-arg=-Wl,--export-dynamic" \
 	RUSTDOCFLAGS="-Zsanitizer=thread" \

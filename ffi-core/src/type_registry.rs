@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::host::{byte_array, host};
 use crate::lifetime_map::LifetimeMap;
 use core::cell::UnsafeCell;
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 /// Keys of the fixed indices, as tvm-ffi names them (the POD ones are pseudo-keys).
 const STATIC_KEYS: &[(i32, &str)] = &[
@@ -353,9 +353,22 @@ impl EntryWriter {
     }
 
     pub(crate) fn set_metadata(&mut self, m: RFFITypeMetadata) {
+        /// Metadata a later call replaced. Readers (C among them) may still hold the old one, so
+        /// it lives on, as every entry does; kept here it stays reachable, so LeakSanitizer does
+        /// not take it for a leak.
+        static REPLACED: Mutex<Vec<SyncPtr>> = Mutex::new(Vec::new());
+        struct SyncPtr(#[allow(dead_code)] *const RFFITypeMetadata);
+        // SAFETY: a pointer to leaked, never-mutated metadata, only stored.
+        unsafe impl Send for SyncPtr {}
         let m: &'static RFFITypeMetadata = Box::leak(Box::new(m));
         // SAFETY: the write lock is held while an EntryWriter exists.
-        unsafe { (*self.entry.info.get()).metadata = m };
+        let old = unsafe { core::mem::replace(&mut (*self.entry.info.get()).metadata, m) };
+        if !old.is_null() {
+            REPLACED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(SyncPtr(old));
+        }
     }
 }
 

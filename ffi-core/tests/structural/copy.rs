@@ -114,14 +114,20 @@ fn bare() -> Any {
     let index = *INDEX.get_or_init(|| {
         rffi_core::type_registry::register_type("test_structural.Bare", None).unwrap()
     });
-    // SAFETY: a zeroed header for the type, released by its (absent) deleter never running:
-    // the object is leaked, which a test may do.
+    /// Frees the header once the last reference of either kind is gone.
+    unsafe extern "C" fn free_bare(obj: *mut core::ffi::c_void, flags: i32) {
+        if flags & rffi_core::abi::kRFFIObjectDeleterFlagBitMaskWeak != 0 {
+            // SAFETY: made by `Box::new` below; the protocol calls this once with the weak bit.
+            drop(unsafe { Box::from_raw(obj.cast::<rffi_core::abi::RFFIObject>()) });
+        }
+    }
+    // SAFETY: a bare header for the type (nothing after it), freed by `free_bare`.
     let bare = unsafe {
         let p = Box::leak(Box::new(rffi_core::abi::RFFIObject {
             combined_ref_count: 1 | (1 << 32),
             type_index: index,
             __padding: 0,
-            deleter: None,
+            deleter: Some(free_bare),
         }));
         rffi_core::ObjectRef::from_raw(core::ptr::NonNull::from(p))
     };
