@@ -254,7 +254,10 @@ mod tests {
         // Names are text: a string names a device or a data type (small and heap strings
         // alike), bytes with the same content do not.
         for (name, id) in [("cuda:1", 1), ("cuda:100", 100)] {
-            assert_eq!(Any::from(name).try_as::<Device>().unwrap(), Device::cuda(id));
+            assert_eq!(
+                Any::from(name).try_as::<Device>().unwrap(),
+                Device::cuda(id)
+            );
         }
         for bytes in [&b"cuda:1"[..], b"cuda:100"] {
             let e = Any::from(bytes).try_as::<Device>().unwrap_err();

@@ -210,3 +210,10 @@ pub fn eq_only(key: i64, label: &str) -> Any {
     })
     .into()
 }
+
+/// Sets `field` of the object `v` to None: breaks a reference cycle a test made through it (the
+/// copies' too), which reference counts alone never free.
+pub fn clear_field(v: &Any, field: &str) {
+    let obj = v.view().as_object().unwrap().clone();
+    rffi_core::reflection::set_field(&obj, field, &Any::none().view()).unwrap();
+}
