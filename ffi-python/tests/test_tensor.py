@@ -202,6 +202,16 @@ def test_numpy_array_protocol():
         np.asarray(_on_device(a, 2))
 
 
+def test_a_layout_reaching_past_2_63_bytes_is_refused():
+    # One dimension of 4 whose (4 - 1) * stride is exactly 2^64 - 1: once accepted by the import's
+    # fast path (its span, one more, wrapped to 0), whatever numpy says about the memory.
+    base = np.zeros(1, dtype=np.int8)
+    for stride in ((2**64 - 1) // 3, 2**62):
+        a = np.lib.stride_tricks.as_strided(base, shape=(4,), strides=(stride,))
+        with pytest.raises(ValueError, match=r"reaches more than 2\^63-1 bytes"):
+            rffi.from_dlpack(a)
+
+
 def test_not_a_dlpack_producer():
     with pytest.raises(TypeError, match="not a DLPack producer"):
         rffi.from_dlpack(3)
