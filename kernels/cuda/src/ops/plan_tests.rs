@@ -131,11 +131,19 @@ fn softmax_rows_back_to_back_use_tiles() {
         ("softmax_tileh_32_32", 128, 4, 250)
     );
     assert!(p.why.contains("(16 KiB)"), "{}", p.why);
-    // Rows of 100 in bfloat16: 81 fit, 80 are ten whole rounds of 8 rows (128 threads).
+    // Rows of 100 in bfloat16: quads of 4 elements, 16 elements a lane (sm_90.json): 8 lanes
+    // of 4 quads; 81 rows fit, 80 are ten whole rounds of 8 rows (128 threads).
     let tuned = Tuned::select(&view, "softmax", &[("cols", 100), ("itemsize", 2)]).unwrap();
     let c = softmax::Class {
         len: 100,
         vec: 8,
+        quad_aligned: true,
+        ..c
+    };
+    let p = softmax::plan(&c, SMS, &tuned);
+    assert_eq!((p.main.kernel, p.tile_rows), ("softmax_tileq_8_4", 80));
+    let c = softmax::Class {
+        quad_aligned: false,
         ..c
     };
     let p = softmax::plan(&c, SMS, &tuned);
@@ -297,8 +305,9 @@ fn norm_and_elementwise_variants() {
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
-    assert_eq!(np(1024, 8, true), "layer_norm_warp_4 256");
-    assert_eq!(np(4096, 8, true), "layer_norm_block_2 256");
+    // 16-bit rows of 512 to 8192: the prefetching tile variant (sm_90.json).
+    assert_eq!(np(1024, 8, true), "layer_norm_tile 256");
+    assert_eq!(np(4096, 8, true), "layer_norm_tile 256");
     // float32 rows in a block: 4 packs a thread (16-bit: 2).
     assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");

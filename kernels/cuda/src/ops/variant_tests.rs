@@ -1,7 +1,8 @@
-//! The candidate kernels that only a tuning config selects (`norm_tile`, `argmax_rows_key8`,
-//! `softmax_tileq_G_N`):
-//! the built-in configs never choose them, a config that sets their key does, for exactly the
-//! shapes each handles. No GPU needed.
+//! The kernels a tuning config key selects (`norm_tile`, `argmax_rows_key8`,
+//! `softmax_tileq_G_N`): a config without the key never chooses them, one that sets it does, for
+//! exactly the shapes each handles; the built-in sm_90 configs set them for 16-bit types, where
+//! the H200 run of 2026-12-05 showed them faster (sm_90.json's comment), and not for float32.
+//! No GPU needed.
 
 use super::{norm, reduce, softmax, Tuned};
 use crate::source::{dt_of, module_source, Family};
@@ -55,10 +56,17 @@ fn norm_plan(
 
 #[test]
 fn norm_tile_only_where_a_config_sets_it() {
+    let without = table(Some(r#"{ "norm": [ { "threads": 512, "packs": 2 } ] }"#));
     let builtin = table(None);
     for len in [1024, 4096, 8192] {
-        let (kind, l) = norm_plan(&builtin, 65536, len, 2, true);
+        let (kind, l) = norm_plan(&without, 65536, len, 2, true);
         assert_ne!(l.kernel, "layer_norm_tile", "{len}: {kind:?}");
+        assert!(matches!(
+            norm_plan(&builtin, 65536, len, 2, true).0,
+            norm::Kind::Tile(_)
+        ));
+        let (kind, l) = norm_plan(&builtin, 32768, len, 4, true);
+        assert_ne!(l.kernel, "layer_norm_tile", "float32 {len}: {kind:?}");
     }
     let t = table(Some(
         r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1 } ] }"#,
@@ -119,9 +127,20 @@ fn argmax_plan(t: &TuneTable, nout: i64, count: i64, rs: i64, itemsize: i64) -> 
 
 #[test]
 fn argmax_keys_only_where_a_config_sets_them() {
+    let without = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384 } ] }"#,
+    ));
+    assert_eq!(
+        argmax_plan(&without, 65536, 4096, 1, 2).main.kernel,
+        "argmax_rows_32"
+    );
     let builtin = table(None);
     assert_eq!(
         argmax_plan(&builtin, 65536, 4096, 1, 2).main.kernel,
+        reduce::ARGMAX_KEY
+    );
+    assert_eq!(
+        argmax_plan(&builtin, 65536, 4096, 1, 4).main.kernel,
         "argmax_rows_32"
     );
     let t = table(Some(
@@ -190,9 +209,20 @@ fn softmax_plan(t: &TuneTable, len: i64, itemsize: i64, quad_aligned: bool) -> s
 
 #[test]
 fn softmax_quad_tiles_only_where_a_config_sets_them() {
+    let without = table(Some(
+        r#"{ "softmax": [ { "tile_bytes": 16384, "tile_max": 128 } ] }"#,
+    ));
+    assert_eq!(
+        softmax_plan(&without, 100, 2, true).main.kernel,
+        "softmax_tileh_16_8"
+    );
     let builtin = table(None);
     assert_eq!(
         softmax_plan(&builtin, 100, 2, true).main.kernel,
+        "softmax_tileq_8_4"
+    );
+    assert_eq!(
+        softmax_plan(&builtin, 100, 4, true).main.kernel,
         "softmax_tileh_16_8"
     );
     let quads = |elems: i64| {
