@@ -74,33 +74,23 @@ fn format_has_version_nodes_and_shared_nodes() {
 
 #[test]
 fn cycles_round_trip() {
+    let first_of = |array: &Any| {
+        let array = array.try_as::<Array>().unwrap();
+        array.get(0).unwrap().to_owned().unwrap()
+    };
     let a = node("a", 1, Any::none());
     a.next.set(arr(vec![a.clone().into()]));
     let back = round_trip(&a.clone().into());
     assert!(eq(&back, &a.clone().into()));
     let next = get_field(back.view().as_object().unwrap(), "next").unwrap();
-    let first = next
-        .try_as::<Array>()
-        .unwrap()
-        .get(0)
-        .unwrap()
-        .to_owned()
-        .unwrap();
-    assert!(same(&first, &back));
+    assert!(same(&first_of(&next), &back));
     clear_field(&back, "next");
     // Starting from the Array: the node is rebuilt after it, and its slot filled in.
     let root = a.next.get();
     let back = round_trip(&root);
     assert!(eq(&back, &root));
     a.next.set(Any::none());
-    let node = back
-        .try_as::<Array>()
-        .unwrap()
-        .get(0)
-        .unwrap()
-        .to_owned()
-        .unwrap();
-    clear_field(&node, "next");
+    clear_field(&first_of(&back), "next");
 }
 
 #[test]
