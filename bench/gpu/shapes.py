@@ -93,15 +93,19 @@ class Suite:
         )
 
 
-def close(got, want, tol):
+def close(got, want, tol, scale=None):
+    """The error relative to the largest value of `want`, or to `scale` (a sum's: the sum of the
+    absolute values, as a sum of values that nearly cancel has no error to speak of relative to
+    itself)."""
     got = got if isinstance(got, torch.Tensor) else torch.from_dlpack(got)
-    err = (got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)
+    scale = want.double().abs().max() if scale is None else torch.as_tensor(scale).double()
+    err = (got.double() - want.double()).abs().max() / scale.clamp_min(1e-30)
     return err.item() <= tol, f"relative error {err.item():.3g}"
 
 
-def checked(ours, out, want, tol):
-    """A check: run ours (into `out`), compare with `want()`."""
-    return lambda: (ours(), close(out, want(), tol))[1]
+def checked(ours, out, want, tol, scale=None):
+    """A check: run ours (into `out`), compare with `want()` (relative to `scale()` if given)."""
+    return lambda: (ours(), close(out, want(), tol, None if scale is None else scale()))[1]
 
 
 def unary(s, group, name, fk, ft, x, y, want, tol=1e-2):
@@ -241,15 +245,12 @@ def softmax(s):
         softmax_case(s, rows, n, dt)
 
 
-def reduce_case(s, group, name, fk, ft, x, out, want, tol=1e-4):
-    s.case(
-        group,
-        name,
-        lambda: fk(x, out),
-        lambda: ft(x, out),
-        x.nbytes,
-        None if want is None else checked(lambda: fk(x, out), out, lambda: want(x), tol),
-    )
+def reduce_case(s, group, name, fk, ft, x, out, want, tol=1e-4, scale=None):
+    check = None
+    if want is not None:
+        relative_to = None if scale is None else (lambda: scale(x))
+        check = checked(lambda: fk(x, out), out, lambda: want(x), tol, relative_to)
+    s.case(group, name, lambda: fk(x, out), lambda: ft(x, out), x.nbytes, check)
 
 
 def reductions(s):
@@ -267,6 +268,7 @@ def reductions(s):
             torch.randn(size // 4, device="cuda"),
             scalar,
             lambda x: x.double().sum(),
+            scale=lambda x: x.double().abs().sum(),
         )
     x = torch.randn(65536, 4096, device="cuda", dtype=torch.bfloat16)
     rows = torch.empty(65536, device="cuda", dtype=torch.bfloat16)
