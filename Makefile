@@ -131,7 +131,7 @@ probe-python: check-tools
 ## The C tests under valgrind memcheck (any error or definite leak fails), and the Rust tests
 ## (plugins included) under AddressSanitizer with leak detection.
 VALGRIND := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
-ASAN_TARGET := x86_64-unknown-linux-gnu
+SANITIZE_TARGET := x86_64-unknown-linux-gnu
 # --export-dynamic: the test executables carry the ASan runtime, and the ASan-built plugins they
 # load (dlopen) resolve its __asan_* symbols from them; without it they fail to load.
 # libstdc++ preloaded: ASan intercepts `__cxa_throw` only if it is there when the process starts,
@@ -139,13 +139,13 @@ ASAN_TARGET := x86_64-unknown-linux-gnu
 # it ("CHECK failed: ... real___cxa_throw != 0" otherwise).
 ASAN_ENV := RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" \
 	RUSTDOCFLAGS="-Zsanitizer=address" \
-	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
+	CARGO_BUILD_TARGET=$(SANITIZE_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
 	ASAN_OPTIONS=detect_leaks=1 RFFI_BACKTRACE=0 \
 	LD_PRELOAD=$(shell $(CXX) -print-file-name=libstdc++.so)
 # ThreadSanitizer: `rffi_tsan` swaps the object release's fence for an Acquire load, which it sees.
 TSAN_ENV := RUSTFLAGS="-Zsanitizer=thread --cfg rffi_tsan -Clink-arg=-Wl,--export-dynamic" \
 	RUSTDOCFLAGS="-Zsanitizer=thread" \
-	CARGO_BUILD_TARGET=$(ASAN_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
+	CARGO_BUILD_TARGET=$(SANITIZE_TARGET) CARGO_UNSTABLE_BUILD_STD=std,panic_unwind \
 	TSAN_OPTIONS=halt_on_error=1 RFFI_BACKTRACE=0
 sanitize: sanitize-valgrind sanitize-asan sanitize-tsan
 

@@ -89,21 +89,20 @@ pub(crate) type Queued = Vec<(*mut RFFIObject, bool)>;
 /// `obj` is live and its last strong reference was just given up.
 #[inline]
 unsafe fn release_last_strong(obj: *mut RFFIObject, alone: bool) {
-    use core::sync::atomic::Ordering::Relaxed;
     let Some(g) = crate::call_depth::release_guard() else {
         // This thread's locals are gone (it is exiting): release at once.
         // SAFETY: forwarded contract.
         return unsafe { run_deleters(obj, alone) };
     };
-    let depth = g.releasing.load(Relaxed);
+    let depth = g.releasing.load(Ordering::Relaxed);
     if depth >= NESTED_DELETERS {
         return queue(g, obj, alone);
     }
-    g.releasing.store(depth + 1, Relaxed);
+    g.releasing.store(depth + 1, Ordering::Relaxed);
     // SAFETY: forwarded contract.
     unsafe { run_deleters(obj, alone) };
-    g.releasing.store(depth, Relaxed);
-    if depth == 0 && !g.queued.load(Relaxed).is_null() {
+    g.releasing.store(depth, Ordering::Relaxed);
+    if depth == 0 && !g.queued.load(Ordering::Relaxed).is_null() {
         // SAFETY: the outermost release on this thread, with nothing of the queue borrowed.
         unsafe { run_queued(g) };
     }
@@ -113,11 +112,10 @@ unsafe fn release_last_strong(obj: *mut RFFIObject, alone: bool) {
 #[cold]
 #[inline(never)]
 fn queue(g: &crate::call_depth::Guard, obj: *mut RFFIObject, alone: bool) {
-    use core::sync::atomic::Ordering::Relaxed;
-    let mut q = g.queued.load(Relaxed);
+    let mut q = g.queued.load(Ordering::Relaxed);
     if q.is_null() {
         q = Box::into_raw(Box::<Queued>::default());
-        g.queued.store(q, Relaxed);
+        g.queued.store(q, Ordering::Relaxed);
     }
     // SAFETY: this thread's queue, made above or earlier, freed only by `run_queued` in the
     // outermost release, which is below us on this stack.
@@ -131,17 +129,16 @@ fn queue(g: &crate::call_depth::Guard, obj: *mut RFFIObject, alone: bool) {
 #[cold]
 #[inline(never)]
 unsafe fn run_queued(g: &crate::call_depth::Guard) {
-    use core::sync::atomic::Ordering::Relaxed;
-    let q = g.queued.load(Relaxed);
-    g.releasing.store(1, Relaxed);
+    let q = g.queued.load(Ordering::Relaxed);
+    g.releasing.store(1, Ordering::Relaxed);
     // SAFETY: this thread's queue; no reference into it is held across a deleter (one that
     // queues pushes through the pointer afresh).
     while let Some((o, a)) = unsafe { (*q).pop() } {
         // SAFETY: queued under `release_last_strong`'s contract, and not released since.
         unsafe { run_deleters(o, a) };
     }
-    g.queued.store(core::ptr::null_mut(), Relaxed);
-    g.releasing.store(0, Relaxed);
+    g.queued.store(core::ptr::null_mut(), Ordering::Relaxed);
+    g.releasing.store(0, Ordering::Relaxed);
     // SAFETY: made by `Box::into_raw` in `queue`; no longer reachable.
     drop(unsafe { Box::from_raw(q) });
 }

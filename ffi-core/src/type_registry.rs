@@ -353,13 +353,11 @@ impl EntryWriter {
     }
 
     pub(crate) fn set_metadata(&mut self, m: RFFITypeMetadata) {
-        /// Metadata a later call replaced. Readers (C among them) may still hold the old one, so
-        /// it lives on, as every entry does; kept here it stays reachable, so LeakSanitizer does
-        /// not take it for a leak.
-        static REPLACED: Mutex<Vec<SyncPtr>> = Mutex::new(Vec::new());
-        struct SyncPtr(#[allow(dead_code)] *const RFFITypeMetadata);
-        // SAFETY: a pointer to leaked, never-mutated metadata, only stored.
-        unsafe impl Send for SyncPtr {}
+        /// The addresses of metadata a later call replaced. Readers (C among them) may still
+        /// hold the old one, so it lives on, as every entry does; its address kept here keeps it
+        /// reachable, so LeakSanitizer (which scans memory for addresses) does not take it for a
+        /// leak.
+        static REPLACED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let m: &'static RFFITypeMetadata = Box::leak(Box::new(m));
         // SAFETY: the write lock is held while an EntryWriter exists.
         let old = unsafe { core::mem::replace(&mut (*self.entry.info.get()).metadata, m) };
@@ -367,7 +365,7 @@ impl EntryWriter {
             REPLACED
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(SyncPtr(old));
+                .push(old as usize);
         }
     }
 }

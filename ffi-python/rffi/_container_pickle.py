@@ -17,6 +17,7 @@ from ._containers_mut import Dict, List
 
 _KINDS = (Array, Map, List, Dict)
 _MUTABLE = (List, Dict)
+_MAPPINGS = (Map, Dict)
 
 
 class _Ref:
@@ -59,7 +60,7 @@ def reduce(root):
     k = 0
     while k < len(table):
         c = table[k]
-        if isinstance(c, (Map, Dict)):
+        if isinstance(c, _MAPPINGS):
             entries.append([(ref(key), ref(v)) for key, v in _entries(c)])
         else:
             entries.append([ref(v) for v in _entries(c)])
@@ -86,16 +87,22 @@ def rebuild(kinds, entries):
             made[i] = _KINDS[k]()
     for i in range(len(kinds)):
         _build_immutable(i, kinds, entries, made)
+    for i, k in enumerate(kinds):
+        if _KINDS[k] in _MUTABLE:
+            fill = made[i].update if _KINDS[k] is Dict else made[i].extend
+            fill(_resolved(entries[i], kinds[i], made))
+    return made[0]
 
-    def resolve(v):
+
+def _resolved(entry, kind: int, made) -> list:
+    """A table entry with each ``_Ref`` replaced by the container made for it."""
+
+    def one(v):
         return made[v.i] if isinstance(v, _Ref) else v
 
-    for i, k in enumerate(kinds):
-        if _KINDS[k] is List:
-            made[i].extend([resolve(v) for v in entries[i]])
-        elif _KINDS[k] is Dict:
-            made[i].update([(resolve(key), resolve(v)) for key, v in entries[i]])
-    return made[0]
+    if _KINDS[kind] in _MAPPINGS:
+        return [(one(key), one(v)) for key, v in entry]
+    return [one(v) for v in entry]
 
 
 def _build_immutable(start: int, kinds, entries, made) -> None:
@@ -119,18 +126,11 @@ def _build_immutable(start: int, kinds, entries, made) -> None:
             examined.add(i)
             stack.extend(missing)
             continue
-
-        def resolve(v):
-            return made[v.i] if isinstance(v, _Ref) else v
-
-        if _KINDS[kinds[i]] is Array:
-            made[i] = Array([resolve(v) for v in entries[i]])
-        else:
-            made[i] = Map([(resolve(key), resolve(v)) for key, v in entries[i]])
+        made[i] = _KINDS[kinds[i]](_resolved(entries[i], kinds[i], made))
         stack.pop()
 
 
 def _flat(entry, kind: int) -> list:
-    if _KINDS[kind] in (Map, Dict):
+    if _KINDS[kind] in _MAPPINGS:
         return [x for pair in entry for x in pair]
     return entry

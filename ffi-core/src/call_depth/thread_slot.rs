@@ -20,9 +20,9 @@
 //!
 //! Lifetimes: a thread-local destructor frees the slot when its thread exits (giving the cached
 //! blocks back to the allocator first), so a later thread that reuses the thread pointer finds it
-//! free; callbacks entered during thread teardown, after
-//! that destructor, count from a fresh guard. In the child of a `fork`, a pthread_atfork handler
-//! frees the slots of the threads that did not survive.
+//! free; callbacks entered during thread teardown, after that destructor, count from a fresh
+//! guard. In the child of a `fork`, a pthread_atfork handler frees the slots of the threads that
+//! did not survive.
 
 use super::Guard;
 use crate::tensor::ThreadBlocks;

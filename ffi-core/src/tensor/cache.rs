@@ -47,9 +47,7 @@ impl<const SIZE: usize, const ALIGN: usize> FreeBlocks<SIZE, ALIGN> {
         Ok(layout) => layout,
         Err(_) => panic!("invalid block layout"),
     };
-}
 
-impl<const SIZE: usize, const ALIGN: usize> FreeBlocks<SIZE, ALIGN> {
     fn drain(&mut self) {
         let top = core::mem::replace(&mut self.top, core::ptr::null_mut());
         for &block in self.blocks[..self.len]
@@ -87,9 +85,8 @@ impl ThreadBlocks {
     /// How many blocks are cached (the owner's view).
     #[cfg(test)]
     pub(crate) fn cached(&self) -> usize {
-        // SAFETY: the tests call this from the owning thread, or once the slot is free.
         let count = |top: *mut u8, len: usize| len + usize::from(!top.is_null());
-        // SAFETY: as above.
+        // SAFETY: the tests call this from the owning thread, or once the slot is free.
         unsafe {
             let (t, e) = (&*self.small_tensors.get(), &*self.exports.get());
             count(t.top, t.len) + count(e.top, e.len)
@@ -109,15 +106,16 @@ impl ThreadBlocks {
     }
 }
 
-/// Which cache of a thread's blocks a call uses.
-pub(super) type Pick<const SIZE: usize, const ALIGN: usize> =
-    fn(&ThreadBlocks) -> &UnsafeCell<FreeBlocks<SIZE, ALIGN>>;
+/// Which cache (`B`, a `FreeBlocks`) of a thread's blocks a call uses.
+pub(super) type Pick<B> = fn(&ThreadBlocks) -> &UnsafeCell<B>;
 
 /// A block of `FreeBlocks::<SIZE, ALIGN>::LAYOUT`: a cached one if this thread has any, else a
 /// fresh one (aborting through `handle_alloc_error` if there is no memory, as `Box` does).
 /// Release it with `free` on the same cache.
 #[inline(always)]
-pub(super) fn alloc<const SIZE: usize, const ALIGN: usize>(pick: Pick<SIZE, ALIGN>) -> NonNull<u8> {
+pub(super) fn alloc<const SIZE: usize, const ALIGN: usize>(
+    pick: Pick<FreeBlocks<SIZE, ALIGN>>,
+) -> NonNull<u8> {
     if let Some(blocks) = crate::call_depth::thread_blocks() {
         // SAFETY: this thread owns the slot; nothing else touches its caches while this
         // reference lives (see `ThreadBlocks`).
@@ -150,7 +148,7 @@ fn alloc_fresh<const SIZE: usize, const ALIGN: usize>() -> NonNull<u8> {
 /// `block` came from `alloc` with the same `pick` (on any thread), and is not used afterwards.
 #[inline(always)]
 pub(super) unsafe fn free<const SIZE: usize, const ALIGN: usize>(
-    pick: Pick<SIZE, ALIGN>,
+    pick: Pick<FreeBlocks<SIZE, ALIGN>>,
     block: NonNull<u8>,
 ) {
     if let Some(blocks) = crate::call_depth::thread_blocks() {

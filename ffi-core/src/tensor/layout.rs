@@ -141,7 +141,7 @@ const SMALL_SIZE: usize = SMALL_OWNER_OFFSET + size_of::<Owner>();
 pub(super) type SmallBlocks = cache::FreeBlocks<SMALL_SIZE, TENSOR_ALIGN>;
 
 /// This thread's cache of freed small tensor objects.
-const SMALL_TENSORS: cache::Pick<SMALL_SIZE, TENSOR_ALIGN> = |b| &b.small_tensors;
+const SMALL_TENSORS: cache::Pick<SmallBlocks> = |b| &b.small_tensors;
 
 /// The layout of a tensor object with an `ndim`-dimensional tail, and the offset of its owner:
 /// the head, shape[ndim], strides[ndim], then the `Owner`. Tensors of up to `SMALL_NDIM`

@@ -14,10 +14,7 @@ pub(in crate::tensor) type ExportBlocks = cache::FreeBlocks<
 >;
 
 /// This thread's cache of freed managed tensors, for the next export.
-const EXPORTS: cache::Pick<
-    { size_of::<DLManagedTensorVersioned>() },
-    { align_of::<DLManagedTensorVersioned>() },
-> = |b| &b.exports;
+const EXPORTS: cache::Pick<ExportBlocks> = |b| &b.exports;
 
 unsafe extern "C" fn versioned_deleter(m: *mut DLManagedTensorVersioned) {
     let Some(m) = NonNull::new(m) else {
