@@ -67,6 +67,15 @@ VARIANTS = {
     "norm-tile-3": ("norms", "norm", [dict(c, tile=1, tile_blocks_per_sm=3) for c in NORM]),
     # argmax of 16-bit rows by one unsigned key an element (argmax_rows_key8).
     "argmax-key": ("reductions", "reduce", [dict(REDUCE, argmax_key=1)]),
+    # Rows staged whole in shared memory (softmax_smem): never (the register, online and split
+    # variants, as before it), with 1024 threads a row instead of 512, and from 4096 elements
+    # on instead of 16384.
+    "softmax-smem-off": ("softmax", "softmax", softmax_with(smem_cols=1 << 40)),
+    "softmax-smem-1024": ("softmax", "softmax", softmax_with(smem_threads=1024)),
+    "softmax-smem-4096": ("softmax", "softmax", softmax_with(smem_cols=4096)),
+    # Rows longer than a block's shared memory staged over a cluster of 2 to 8 blocks
+    # (softmax_cluster_CN, sm_90), instead of read twice by the online variant.
+    "softmax-cluster": ("softmax", "softmax", softmax_with(cluster=1)),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

@@ -11,6 +11,8 @@
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __align__(n) __attribute__((aligned(n)))
+// Thread block clusters (sm_90): clang has no such attribute; the launch shape is not checked.
+#define __cluster_dims__(...)
 
 #include <__clang_cuda_builtin_vars.h>
 

@@ -53,6 +53,8 @@ pub struct DevInfo {
     pub major: i32,
     pub minor: i32,
     pub sms: i32,
+    /// Bytes of shared memory one block may use when it asks for more than the default 48 KiB.
+    pub smem_block: i32,
 }
 
 impl DevInfo {
@@ -73,6 +75,7 @@ pub fn device_info(ordinal: i32) -> Result<DevInfo> {
         major: attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
         minor: attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         sms: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        smem_block: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
     })
 }
 
@@ -126,6 +129,16 @@ fn device_state(ordinal: i32) -> Result<&'static DeviceState> {
 
 pub fn sm_count(ordinal: i32) -> Result<i32> {
     Ok(device_state(ordinal)?.info.sms)
+}
+
+/// Whether the device runs thread block clusters (compute capability 9.0 on).
+pub fn has_clusters(ordinal: i32) -> Result<bool> {
+    Ok(device_state(ordinal)?.info.major >= 9)
+}
+
+/// Bytes of dynamic shared memory one block may take on the device (`launch_shared`).
+pub fn smem_per_block(ordinal: i32) -> Result<i32> {
+    Ok(device_state(ordinal)?.info.smem_block)
 }
 
 /// Makes the device's primary context current on this thread until dropped, then restores the
@@ -343,10 +356,51 @@ pub unsafe fn launch(
     stream: sys::CUstream,
     args: &mut [*mut c_void],
 ) -> Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { launch_shared(f, grid, block, 0, stream, args) }
+}
+
+/// `launch` with `shared` bytes of dynamic shared memory (at most `smem_per_block`); above the
+/// default 48 KiB the function must first be allowed that much (`allow_shared`).
+///
+/// # Safety
+/// As `launch`.
+pub unsafe fn launch_shared(
+    f: sys::CUfunction,
+    grid: (u32, u32),
+    block: u32,
+    shared: u32,
+    stream: sys::CUstream,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    if shared > 48 * 1024 {
+        allow_shared(f, shared)?;
+    }
     let grid = (grid.0.max(1), grid.1.max(1), 1);
     // SAFETY: forwarded contract.
-    unsafe { result::launch_kernel(f, grid, (block, 1, 1), 0, stream, args) }
+    unsafe { result::launch_kernel(f, grid, (block, 1, 1), shared, stream, args) }
         .map_err(|e| err("cuLaunchKernel", e))
+}
+
+/// Allows `f` at least `shared` bytes of dynamic shared memory. The limit is the function's, for
+/// every thread: it only ever grows (a thread lowering it could fail another's launch in flight),
+/// and a launch within what was allowed before makes no driver call.
+fn allow_shared(f: sys::CUfunction, shared: u32) -> Result<()> {
+    static ALLOWED: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+    let mut allowed = ALLOWED.lock().unwrap_or_else(|e| e.into_inner());
+    let at = allowed.iter().position(|&(g, _)| g == f as usize);
+    if at.is_some_and(|i| allowed[i].1 >= shared) {
+        return Ok(());
+    }
+    use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
+    // SAFETY: a loaded function; a per-function setting, not a launch.
+    unsafe { result::function::set_function_attribute(f, MAX, shared as i32) }
+        .map_err(|e| err("cuFuncSetAttribute", e))?;
+    match at {
+        Some(i) => allowed[i].1 = shared,
+        None => allowed.push((f as usize, shared)),
+    }
+    Ok(())
 }
 
 /// Device memory for temporaries, allocated and freed in stream order.

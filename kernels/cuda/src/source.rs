@@ -146,45 +146,46 @@ pub fn dt_of(d: DataType) -> Option<Dt> {
 
 /// The dtype's prelude: storage type T, compute type C, accumulator ACC, conversions, and the
 /// math the kernels use (FEXP: accurate `expf` for float32, the fast `__expf` for 16-bit
-/// results, whose rounding hides its error).
+/// results, whose rounding hides its error; for float16 with subnormals flushed, which no float16
+/// result can show). HALF: 1 float16, 2 bfloat16, 0 otherwise (the word-wise helpers of packs.cuh).
 fn prelude(dt: &Dt) -> &'static str {
     match dt.name {
         "f32" => {
-            "typedef float T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n\
+            "typedef float T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n#define HALF 0\n\
              __device__ __forceinline__ C ld(T v) { return v; }\n\
              __device__ __forceinline__ T st(C v) { return v; }\n\
              #define FEXP(x) expf(x)\n#define FDIV(x, y) ((x) / (y))\n#define RSQRT(x) rsqrtf(x)\n\
              #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "f64" => {
-            "typedef double T; typedef double C; typedef double ACC;\n#define IS_FLOAT 1\n#define IS_F64 1\n\
+            "typedef double T; typedef double C; typedef double ACC;\n#define IS_FLOAT 1\n#define IS_F64 1\n#define HALF 0\n\
              __device__ __forceinline__ C ld(T v) { return v; }\n\
              __device__ __forceinline__ T st(C v) { return v; }\n\
              #define FEXP(x) exp(x)\n#define FDIV(x, y) ((x) / (y))\n#define RSQRT(x) (1.0 / sqrt(x))\n\
              #define NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))\n"
         }
         "f16" => {
-            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n\
+            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n#define HALF 1\n\
              __device__ __forceinline__ C ld(T v) { return h2f(v); }\n\
              __device__ __forceinline__ T st(C v) { return f2h(v); }\n\
-             #define FEXP(x) __expf(x)\n#define FDIV(x, y) __fdividef(x, y)\n#define RSQRT(x) rsqrtf(x)\n\
+             #define FEXP(x) ex2_ftz((x) * 1.4426950408889634f)\n#define FDIV(x, y) __fdividef(x, y)\n#define RSQRT(x) rsqrtf(x)\n\
              #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "bf16" => {
-            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n\
+            "typedef u16 T; typedef float C; typedef float ACC;\n#define IS_FLOAT 1\n#define IS_F64 0\n#define HALF 2\n\
              __device__ __forceinline__ C ld(T v) { return b2f(v); }\n\
              __device__ __forceinline__ T st(C v) { return f2b(v); }\n\
              #define FEXP(x) __expf(x)\n#define FDIV(x, y) __fdividef(x, y)\n#define RSQRT(x) rsqrtf(x)\n\
              #define NEG_INF (-__int_as_float(0x7f800000))\n"
         }
         "i32" => {
-            "typedef int T; typedef int C; typedef unsigned int U;\n#define IS_FLOAT 0\n\
+            "typedef int T; typedef int C; typedef unsigned int U;\n#define IS_FLOAT 0\n#define HALF 0\n\
              __device__ __forceinline__ C ld(T v) { return v; }\n\
              __device__ __forceinline__ T st(C v) { return v; }\n"
         }
         "i64" => {
             "typedef long long T; typedef long long C; typedef unsigned long long U;\n\
-             #define IS_FLOAT 0\n\
+             #define IS_FLOAT 0\n#define HALF 0\n\
              __device__ __forceinline__ C ld(T v) { return v; }\n\
              __device__ __forceinline__ T st(C v) { return v; }\n"
         }

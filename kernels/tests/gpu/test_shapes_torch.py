@@ -178,10 +178,15 @@ def test_softmax_other_axes_and_masks():
     got, want = T(K.softmax(one)), one.softmax(-1)
     assert torch.equal(got.isnan(), want.isnan()), got
     assert torch.equal(got[~got.isnan()], want[~want.isnan()]), got
-    m = rand((8, 4096), torch.bfloat16, -8, 8, seed=13)
-    m[:, ::3] = float("-inf")
-    m[5] = float("-inf")
-    check(K.softmax(m), m.double().softmax(-1), torch.bfloat16, "masked")
+    # Masks, a row of -inf (NaN, as torch) and a NaN in registers (4096), staged in shared
+    # memory (50257, odd: rows at every alignment) and read twice (131072).
+    # (131072 over a cluster's shared memory where a config asks: more rows than SMs.)
+    for n in [4096, 50257, 131072]:
+        m = rand((8 if n < 131072 else 140, n), torch.bfloat16, -8, 8, offset=n % 2, seed=13)
+        m[:, ::3] = float("-inf")
+        m[5] = float("-inf")
+        m[6, n // 2] = float("nan")
+        check(K.softmax(m), m.double().softmax(-1), torch.bfloat16, f"masked {n}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -216,7 +221,11 @@ def test_zero_size():
 def test_explain_names_the_variant():
     x = torch.empty(8192, 50257, device="cuda", dtype=torch.bfloat16)
     e = K.explain("softmax", x)
-    assert e["backend"] == "cuda" and "softmax_online" in e["variant"]["kernel"]
+    assert e["backend"] == "cuda" and e["variant"]["kernel"] == "softmax_smem", e
+    assert "shared memory" in e["variant"]["why"], e
+    # A row of 256 KiB is more than a block's shared memory on any current device.
+    e = K.explain("softmax", torch.empty(1024, 131072, device="cuda", dtype=torch.bfloat16))
+    assert e["variant"]["kernel"] == "softmax_online", e
     assert "sm_90.json" in (e["variant"]["config"] or "") or e["variant"]["config"] is None
     e = K.explain("sum", torch.empty(1 << 20, device="cuda"))
     assert "sum_rows_block + sum_combine" == e["variant"]["kernel"], e

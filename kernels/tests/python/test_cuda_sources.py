@@ -44,13 +44,19 @@ def test_every_float_dtype_has_every_family():
         assert _families(dtype) == want
 
 
+# The architectures whose code paths differ in the sources: before sm_80 (bfloat16 by bit
+# arithmetic, no cp.async), sm_80 (no clusters) and sm_90 (an H200).
+ARCHS = ["75", "80", "90"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype,family", MODULES)
-def test_module_compiles_for_hopper(dtype, family):
+def test_module_compiles_for_every_architecture(dtype, family, arch):
     nvrtc = _nvrtc()
     src = rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype), family).encode()
     name = f"rffi_kernels_{dtype}_{family}.cu".encode()
-    # The options the backend uses at run time (driver.rs), for an H200 (sm_90).
-    opts = [b"--gpu-architecture=compute_90", b"--std=c++17"]
+    # The options the backend uses at run time (driver.rs), for the device's architecture.
+    opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
     ok, log = nvrtc_lib.compile_source(nvrtc, src, name, opts)
     assert ok, log
 

@@ -16,6 +16,9 @@ struct Lay32 { int nd; u32 shape[MAXD]; u32 mul[MAXD]; u32 shr[MAXD]; int s0[MAX
 
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// 2^t with subnormal results flushed to zero: one MUFU.EX2 (keeping them costs three more
+// instructions). float16 results need no subnormal float (its own least is 2^-24).
+__device__ __forceinline__ float ex2_ftz(float t) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t)); return r; }
 __device__ __forceinline__ float b2f(u16 b) { return __uint_as_float(((u32)b) << 16); }
 __device__ __forceinline__ u16 f2b(float f) {
 #if __CUDA_ARCH__ >= 800

@@ -20,9 +20,10 @@ template <int P, class F> __device__ __forceinline__ void unary_vec(u64 pa, u64 
     Pack x[P];
     _Pragma("unroll") for (int u = 0; u < P; ++u) x[u] = a[k + u * blockDim.x];
     _Pragma("unroll") for (int u = 0; u < P; ++u) {
-      Pack z;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j])));
-      o[k + u * blockDim.x] = z;
+      C v[VEC];
+      pack_ld(x[u], v);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = f(v[j]);
+      o[k + u * blockDim.x] = pack_st(v);
     }
   }
   // The last, partial tile: its block finishes it pack by pack.
@@ -44,9 +45,11 @@ template <class F> __device__ __forceinline__ void binary_vec(u64 pa, u64 pb, u6
     Pack x[4], y[4];
     _Pragma("unroll") for (int u = 0; u < 4; ++u) { x[u] = a[k + u * blockDim.x]; y[u] = b[k + u * blockDim.x]; }
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
-      Pack z;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j]), ld(y[u].v[j])));
-      o[k + u * blockDim.x] = z;
+      C v[VEC], w[VEC];
+      pack_ld(x[u], v);
+      pack_ld(y[u], w);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = f(v[j], w[j]);
+      o[k + u * blockDim.x] = pack_st(v);
     }
   }
   if (k < nv && k - threadIdx.x + tile > nv) {
@@ -88,9 +91,11 @@ template <class F> __device__ __forceinline__ void binary_bcast(u64 pa, u64 pb, 
       y[u] = bc_load(pb, B.mb, kk, r, c, B.sb);
     }
     _Pragma("unroll") for (int u = 0; u < 4; ++u) {
-      Pack z;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) z.v[j] = st(f(ld(x[u].v[j]), ld(y[u].v[j])));
-      o[k + u * blockDim.x] = z;
+      C v[VEC], w[VEC];
+      pack_ld(x[u], v);
+      pack_ld(y[u], w);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = f(v[j], w[j]);
+      o[k + u * blockDim.x] = pack_st(v);
     }
   }
   if (k < nv && k - threadIdx.x + tile > nv) {

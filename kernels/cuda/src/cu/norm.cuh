@@ -214,8 +214,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     C sum = 0;
     _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
       if (!live || k0 + j * step >= nv) continue;
-      const Pack q = v[j * 256];
-      _Pragma("unroll") for (int e = 0; e < VEC; ++e) sum += ld(q.v[e]);
+      C xv[VEC];
+      const Pack q = v[j * 256];  // one 16-byte shared load
+      vals_ld<VEC>(q.v, xv);
+      _Pragma("unroll") for (int e = 0; e < VEC; ++e) sum += xv[e];
     }
     C mean = 0;
     if (OPK == 0) {
@@ -231,8 +233,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     C q2 = 0;
     _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
       if (!live || k0 + j * step >= nv) continue;
-      const Pack q = v[j * 256];
-      _Pragma("unroll") for (int e = 0; e < VEC; ++e) { C d = ld(q.v[e]) - mean; q2 += d * d; }
+      C xv[VEC];
+      const Pack q = v[j * 256];  // one 16-byte shared load
+      vals_ld<VEC>(q.v, xv);
+      _Pragma("unroll") for (int e = 0; e < VEC; ++e) { C d = xv[e] - mean; q2 += d * d; }
     }
     q2 = warp_sum(q2);
     if (wr > 1) {
@@ -241,21 +245,32 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
       q2 = 0;
       for (int i = 0; i < wr; ++i) q2 += red[s][1][g * wr + i];
     }
-    const C rstd = RSQRT(q2 / (C)len + (C)eps);
+    const C rstd = RSQRT(q2 / (C)len + (C)eps), shift = -mean * rstd;
     if (live) {
       i64 ox, oo; row_start(L, r, ox, oo);
       Pack* o = (Pack*)((T*)po + oo);
       _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
         const i64 k = k0 + j * step;
         if (k >= nv) continue;
-        const Pack x = v[j * 256];
-        Pack q;
+        // 16-bit rows cost instructions, not bytes: (x - mean) rstd as one fused multiply-add,
+        // and two results rounded into a word at once.
+        // Weight and bias widened here, each pass: the empty asm on their words keeps the
+        // compiler from hoisting the widening out of the loop (64 live floats, which spill).
+        Pack wp = wq[j], bp = bq[j];
+        U4& wu = *(U4*)&wp;
+        U4& bu = *(U4*)&bp;
+        asm volatile("" : "+r"(wu.x), "+r"(wu.y), "+r"(wu.z), "+r"(wu.w), "+r"(bu.x), "+r"(bu.y), "+r"(bu.z), "+r"(bu.w));
+        C z[VEC], wv[VEC], bv[VEC];
+        const Pack xq = v[j * 256];
+        vals_ld<VEC>(xq.v, z);
+        if (w) vals_ld<VEC>(wp.v, wv);
+        if (b) vals_ld<VEC>(bp.v, bv);
         _Pragma("unroll") for (int e = 0; e < VEC; ++e) {
-          C z = (ld(x.v[e]) - mean) * rstd;
-          if (w) z *= ld(wq[j].v[e]);
-          if (b) z += ld(bq[j].v[e]);
-          q.v[e] = st(z);
+          z[e] = z[e] * rstd + shift;
+          if (w) z[e] *= wv[e];
+          if (b) z[e] += bv[e];
         }
+        const Pack q = pack_st(z);
         st_stream(o + k, *(const U4*)&q);
       }
     }

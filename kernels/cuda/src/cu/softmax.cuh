@@ -7,6 +7,8 @@
 // - softmax_online: a block per row, two passes over memory (the second from L2): a running
 //   (max, sum) per thread, 16-byte packs after peeling to alignment where the row is contiguous;
 //   any length, any layout;
+// - softmax_smem: a block per row staged whole in shared memory: contiguous rows too long for
+//   a block's registers that fit the device's shared memory;
 // - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
 //   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
 // - softmax_tile_G_N / softmax_tileh_G_N: short rows back to back, staged in shared memory;
@@ -14,6 +16,15 @@
 //   (SOFTMAX_QUADS), a candidate compiled only where a config chooses it.
 // A NaN anywhere makes the row NaN, and a row of -inf is NaN, as in PyTorch.
 
+
+// The weight of a row's value or its padding (-inf, weight 0): `ok` says which. float64's exp is
+// a long routine whose unconditional form spills, so padding skips it there; the others compute
+// exp(-inf) = 0 rather than spend a select on every element.
+#if IS_F64
+#define PAD_W(d, ok) ((ok) ? EXPW(d) : (C)0)
+#else
+#define PAD_W(d, ok) EXPW(d)
+#endif
 
 // (max, sum of exp(x - max)) pairs, merged.
 __device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
@@ -23,14 +34,31 @@ __device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
   m = mm;
 }
 
-// Folds VEC values into a running pair: one rescale when the maximum grows, one exponential a value.
-__device__ __forceinline__ void ms_add_pack(C& m, C& s, const C* v, int n) {
-  C pm = v[0];
-  for (int j = 1; j < n; ++j) pm = v[j] > pm ? v[j] : pm;
-  if (pm != pm) { m = pm; s = pm; return; }  // NaN: the row is NaN
+// Folds values whose maximum is pm into a running pair (the sum is of weights, EXPW): one
+// rescale when the maximum grows, one exponential a value.
+__device__ __forceinline__ bool ms_grow(C& m, C& s, C pm) {
+  if (pm != pm) { m = pm; s = pm; return false; }  // NaN: the row is NaN
   if (pm > m) { s = m == NEG_INF ? (C)0 : s * FEXP(m - pm); m = pm; }
-  if (m == NEG_INF) return;
-  for (int j = 0; j < n; ++j) s += FEXP(v[j] - m);
+  return m != NEG_INF;
+}
+__device__ __forceinline__ void ms_add_one(C& m, C& s, C v) {
+  if (ms_grow(m, s, v)) s += EXPW(v - m);
+}
+// The sum of a pack's weights against m, and the pack's output (its weights times inv).
+__device__ __forceinline__ C pack_weight_sum(const Pack q, C m) {
+  C v[VEC], s = 0;
+  pack_ld(q, v);
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) s += EXPW(v[j] - m);
+  return s;
+}
+__device__ __forceinline__ Pack pack_weights(const Pack q, C m, C inv) {
+  C v[VEC];
+  pack_ld(q, v);
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = EXPW(v[j] - m) * inv;
+  return pack_st(v);
+}
+__device__ __forceinline__ void ms_add_pack(C& m, C& s, const Pack q) {
+  if (ms_grow(m, s, pack_max(q))) s += pack_weight_sum(q, m);
 }
 
 // Block-wide merge of every thread's pair; every thread gets the result.
@@ -57,47 +85,38 @@ __device__ __forceinline__ void block_ms(C& m, C& s) {
 __device__ __forceinline__ void ms_fold(const T* x, i64 sx, i64 lo, i64 hi, int vec, C& m, C& s) {
   if (vec) {
     i64 head = peel(x, lo, hi);
-    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) { C v = ld(x[k]); ms_add_pack(m, s, &v, 1); }
+    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) ms_add_one(m, s, ld(x[k]));
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);
     i64 k = threadIdx.x;
     for (; k + blockDim.x < np; k += 2 * blockDim.x) {
       Pack q0 = pp[k], q1 = pp[k + blockDim.x];
-      C v[VEC];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q0.v[j]);
-      ms_add_pack(m, s, v, VEC);
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q1.v[j]);
-      ms_add_pack(m, s, v, VEC);
+      ms_add_pack(m, s, q0);
+      ms_add_pack(m, s, q1);
     }
-    for (; k < np; k += blockDim.x) {
-      Pack q = pp[k];
-      C v[VEC];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[j] = ld(q.v[j]);
-      ms_add_pack(m, s, v, VEC);
-    }
-    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) { C v = ld(x[t]); ms_add_pack(m, s, &v, 1); }
+    for (; k < np; k += blockDim.x) ms_add_pack(m, s, pp[k]);
+    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) ms_add_one(m, s, ld(x[t]));
     return;
   }
-  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) { C v = ld(x[k * sx]); ms_add_pack(m, s, &v, 1); }
+  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) ms_add_one(m, s, ld(x[k * sx]));
 }
 
-// Writes exp(x - m) * inv over elements [lo, hi) of a row (block-strided).
+// Writes EXPW(x - m) * inv over elements [lo, hi) of a row (block-strided).
 __device__ __forceinline__ void sm_write(const T* x, T* o, i64 sx, i64 so, i64 lo, i64 hi, int vec, C m, C inv) {
   if (vec) {
     i64 head = peel(x, lo, hi);
-    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) o[k] = st(FEXP(ld(x[k]) - m) * inv);
+    for (i64 k = lo + threadIdx.x; k < lo + head; k += blockDim.x) o[k] = st(EXPW(ld(x[k]) - m) * inv);
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);
     Pack* po = (Pack*)(o + p0);
     for (i64 k = threadIdx.x; k < np; k += blockDim.x) {
-      Pack q = pp[k], r;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) r.v[j] = st(FEXP(ld(q.v[j]) - m) * inv);
+      const Pack r = pack_weights(pp[k], m, inv);
       st_stream(po + k, *(const U4*)&r);
     }
-    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) o[t] = st(FEXP(ld(x[t]) - m) * inv);
+    for (i64 t = p0 + np * VEC + threadIdx.x; t < hi; t += blockDim.x) o[t] = st(EXPW(ld(x[t]) - m) * inv);
     return;
   }
-  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) o[k * so] = st(FEXP(ld(x[k * sx]) - m) * inv);
+  for (i64 k = lo + threadIdx.x; k < hi; k += blockDim.x) o[k * so] = st(EXPW(ld(x[k * sx]) - m) * inv);
 }
 
 #if !SOFTMAX_QUADS
@@ -141,6 +160,138 @@ extern "C" __global__ void softmax_split_write(u64 px, u64 po, u64 ppart, i64 ro
   }
 }
 
+
+// A block-wide NaN-propagating maximum; every thread gets it. `sh` holds 32 values.
+__device__ __forceinline__ C block_max_nan(C v, C* sh) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : NEG_INF;
+  for (int o = 16; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Rows staged whole in shared memory (`softmax_smem`, dynamic shared memory of the row plus a
+// pack): a block per row copies it in with 16-byte asynchronous copies (every pack in flight at
+// once) whatever its alignment, then reads it three times from there: the maximum, the sum of
+// weights, the output. One read of global memory, like the register variants, for rows too
+// long for a block's registers (the online variant reads twice, the second time from L2 only
+// when it still holds the row), and several blocks an SM where the shared memory allows, so
+// that one row's copy overlaps another's arithmetic. Contiguous rows (x and out may differ in
+// alignment phase: out is then written element by element).
+//
+// `softmax_cluster_CN` (sm_90): rows longer than a block's shared memory, a cluster of CN blocks
+// a row, each staging a chunk of whole packs (the first also the head before x's first 16-byte
+// boundary, the last the tail); the blocks' maxima and sums are exchanged through distributed
+// shared memory (each block reads the others' with ld.shared::cluster after a cluster barrier).
+
+#if __CUDA_ARCH__ >= 900
+// Every block of the cluster at this point, its shared memory writes before it visible to all.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// *p in the shared memory of the cluster's block `rank`.
+__device__ __forceinline__ C ld_cluster(const C* p, u32 rank) {
+  u32 a, ra;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  C v;
+#if IS_F64
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(ra) : "memory");
+#else
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+#endif
+  return v;
+}
+#endif
+
+// The row's maximum (MAX 1) or sum from each block's: a cluster's blocks through `slot` (this
+// block's, in shared memory), every thread reading all CN.
+template <int CN, int MAX> __device__ __forceinline__ C cluster_combine(C v, C* slot) {
+#if __CUDA_ARCH__ >= 900
+  if (CN > 1) {
+    if (threadIdx.x == 0) *slot = v;
+    cluster_sync();
+    v = MAX ? NEG_INF : (C)0;
+    _Pragma("unroll") for (int q = 0; q < CN; ++q) {
+      const C u = ld_cluster(slot, q);
+      v = MAX ? max_nan(v, u) : v + u;
+    }
+  }
+#endif
+  return v;
+}
+
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+template <int CN> __device__ __forceinline__ void softmax_staged(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+  extern __shared__ __align__(16) unsigned char smem_row[];
+  __shared__ C red[32], slots[2];
+  T* sh = (T*)smem_row;
+  const int n = (int)len, t0 = threadIdx.x, nt = blockDim.x, c = CN > 1 ? (int)(blockIdx.x % CN) : 0;
+  for (i64 r = blockIdx.x / CN; r < rows; r += gridDim.x / CN) {
+    i64 ox, oo; row_start(L, r, ox, oo);
+    const T* x = (const T*)px + ox; T* o = (T*)po + oo;
+    // This block's elements [lo, hi): the first block's start at 0, the others' on 16-byte
+    // boundaries of x, `cp` packs each. sh[k - lo + mis] holds x[k], so the packs of x land
+    // on packs of sh.
+    const int head0 = (int)peel(x, 0, len), cp = ((n - head0) / VEC + CN - 1) / CN;
+    const int lo = c == 0 ? 0 : imin(n, head0 + c * cp * VEC);
+    const int hi = c == CN - 1 ? n : imin(n, head0 + (c + 1) * cp * VEC);
+    const int mis = c == 0 ? (int)(((u64)x / sizeof(T)) % VEC) : 0;
+    const int head = c == 0 ? head0 : 0, np = (hi - lo - head) / VEC, tail = lo + head + np * VEC;
+    T* base = sh + mis - lo;  // base[k] holds x[k]
+    const Pack* xp = (const Pack*)(x + lo + head);
+    Pack* sp = (Pack*)(base + lo + head);
+    for (int k = t0; k < np; k += nt) cp_async16(sp + k, xp + k);
+    for (int k = lo + t0; k < lo + head; k += nt) base[k] = x[k];
+    for (int k = tail + t0; k < hi; k += nt) base[k] = x[k];
+    cp_async_wait_all();
+    __syncthreads();
+    C m = NEG_INF;
+    for (int k = t0; k < np; k += nt) m = max_nan(m, pack_max(sp[k]));
+    for (int k = lo + t0; k < lo + head; k += nt) m = max_nan(m, ld(base[k]));
+    for (int k = tail + t0; k < hi; k += nt) m = max_nan(m, ld(base[k]));
+    m = cluster_combine<CN, 1>(block_max_nan(m, red), &slots[0]);
+    // A row of -inf has m = -inf: every weight is NaN, and so the row, as in PyTorch.
+    C s = 0;
+    for (int k = t0; k < np; k += nt) s += pack_weight_sum(sp[k], m);
+    for (int k = lo + t0; k < lo + head; k += nt) s += EXPW(ld(base[k]) - m);
+    for (int k = tail + t0; k < hi; k += nt) s += EXPW(ld(base[k]) - m);
+    s = cluster_combine<CN, 0>(block_sum(s, red), &slots[1]);
+    const C inv = (C)1 / s;
+    if ((int)(((u64)o / sizeof(T)) % VEC) == (int)(((u64)x / sizeof(T)) % VEC)) {
+      Pack* op = (Pack*)(o + lo + head);
+      for (int k = t0; k < np; k += nt) {
+        const Pack q = pack_weights(sp[k], m, inv);
+        st_stream(op + k, *(const U4*)&q);
+      }
+      for (int k = lo + t0; k < lo + head; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
+      for (int k = tail + t0; k < hi; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
+    } else {
+      for (int k = lo + t0; k < hi; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
+    }
+    __syncthreads();  // the next row's copy overwrites sh
+  }
+#if __CUDA_ARCH__ >= 900
+  if (CN > 1) cluster_sync();  // no block leaves while another may read its slots
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(1024) softmax_smem(u64 px, u64 po, i64 rows, i64 len, Lay L) {
+  softmax_staged<1>(px, po, rows, len, L);
+}
+// Only where clusters exist: NVRTC rejects __cluster_dims__ before sm_90 (the planner chooses
+// these only on such devices).
+#if __CUDA_ARCH__ >= 900
+#define SOFTMAX_CLUSTER(CN) \
+extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(CN, 1, 1) softmax_cluster_##CN(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_staged<CN>(px, po, rows, len, L); }
+SOFTMAX_CLUSTER(2)
+SOFTMAX_CLUSTER(4)
+SOFTMAX_CLUSTER(8)
+#endif
 #endif
 
 // G lanes per row, N elements a lane (k = lane + j G), any strides.
@@ -156,15 +307,12 @@ template <int G, int N> __device__ __forceinline__ void softmax_group(u64 px, u6
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
       i64 k = lane + j * G;
       v[j] = (live && k < len) ? ld(x[k * sx]) : NEG_INF;
-      m = v[j] > m || v[j] != v[j] ? v[j] : m;
+      m = max_nan(m, v[j]);
     }
     m = warp_max(m, G);
     C s = 0;
-    _Pragma("unroll") for (int j = 0; j < N; ++j) {
-      i64 k = lane + j * G;
-      v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
-      s += v[j];
-    }
+    // Padding (-inf) weighs 0; a row of -inf is NaN throughout, as in PyTorch.
+    _Pragma("unroll") for (int j = 0; j < N; ++j) { v[j] = PAD_W(v[j] - m, live && lane + j * G < len); s += v[j]; }
     s = warp_sum(s, G);
     C inv = (C)1 / s;
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
@@ -188,26 +336,25 @@ template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i6
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
       i64 k = lane + p * 32;
       if (live && k < nv) {
-        Pack q = x[k];
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ld(q.v[j]); m = v[p][j] > m || v[p][j] != v[p][j] ? v[p][j] : m; }
+        const Pack q = x[k];
+        pack_ld(q, v[p]);
+        m = max_nan(m, pack_max(q));
       } else {
         _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
       }
     }
     m = warp_max(m);
     C s = 0;
-    _Pragma("unroll") for (int p = 0; p < N; ++p) {
-      bool ok = live && lane + p * 32 < nv;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ok ? FEXP(v[p][j] - m) : (C)0; s += v[p][j]; }
-    }
+    // Padding (-inf) weighs 0; a row of -inf is NaN throughout, as in PyTorch.
+    _Pragma("unroll") for (int p = 0; p < N; ++p)
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = PAD_W(v[p][j] - m, live && lane + p * 32 < nv); s += v[p][j]; }
     s = warp_sum(s);
     C inv = (C)1 / s;
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
       i64 k = lane + p * 32;
       if (live && k < nv) {
-        Pack q;
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * inv);
-        o[k] = q;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] *= inv;
+        o[k] = pack_st(v[p]);
       }
     }
   }
@@ -227,17 +374,19 @@ template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, 
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
       if (k < nv) {
-        Pack q = x[k];
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ld(q.v[j]); m = v[p][j] > m || v[p][j] != v[p][j] ? v[p][j] : m; }
+        const Pack q = x[k];
+        pack_ld(q, v[p]);
+        m = max_nan(m, pack_max(q));
       } else {
         _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
       }
     }
+    // Weights against this thread's maximum; padding (-inf) weighs 0, and so does everything
+    // of a thread whose elements are all -inf (against 0, not -inf - -inf).
+    const C mt = m == NEG_INF ? (C)0 : m;
     C s = 0;
-    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      bool ok = threadIdx.x + (i64)p * blockDim.x < nv && m != NEG_INF;
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = ok ? FEXP(v[p][j] - m) : (C)0; s += v[p][j]; }
-    }
+    _Pragma("unroll") for (int p = 0; p < PK; ++p)
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = PAD_W(v[p][j] - mt, threadIdx.x + (i64)p * blockDim.x < nv); s += v[p][j]; }
     C rm = m, rs = s;
     block_ms(rm, rs);
     // A fully masked row has rm = -inf and rs = 0: 0 / 0, NaN, as in PyTorch.
@@ -245,9 +394,8 @@ template <int PK> __device__ __forceinline__ void softmax_block(u64 px, u64 po, 
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
       i64 k = threadIdx.x + (i64)p * blockDim.x;
       if (k < nv) {
-        Pack q;
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(v[p][j] * scale);
-        o[k] = q;
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] *= scale;
+        o[k] = pack_st(v[p]);
       }
     }
   }
@@ -298,15 +446,6 @@ SOFTMAX_BLOCK(8)
 // 4 elements (8 bytes for 16-bit types, 16 for float32), the unit of the quad tiles.
 struct __align__(4 * sizeof(T)) Quad { T v[4]; };
 
-// NaN-propagating maximum (one instruction from sm_80).
-__device__ __forceinline__ C max_nan(C a, C b) {
-#if __CUDA_ARCH__ >= 800 && !IS_F64
-  C r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-#else
-  return a > b || a != a ? a : b;
-#endif
-}
-
 // The rows of a staged tile (`softmax_tileq_G_N`): G lanes a row, N quads a lane, rows of whole
 // quads starting on quad boundaries in shared memory (len % 4 == 0, x and out aligned to 4
 // elements). Per element: a quarter of a shared load and of a store, one maximum, one
@@ -323,22 +462,24 @@ template <int G, int N> __device__ __forceinline__ void tile_rows_quad(T* rows0,
       const int k = lane + j * G;
       if (live && k < nq) {
         const Quad q = row[k];
-        _Pragma("unroll") for (int e = 0; e < 4; ++e) { v[j][e] = ld(q.v[e]); m = max_nan(m, v[j][e]); }
+        vals_ld<4>(q.v, v[j]);
+        m = max_nan(m, vals_max<4>(q.v));
+      } else {
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) v[j][e] = NEG_INF;
       }
     }
     m = warp_max(m, G);
     C s = 0;
-    _Pragma("unroll") for (int j = 0; j < N; ++j) {
-      const bool ok = live && lane + j * G < nq;
-      _Pragma("unroll") for (int e = 0; e < 4; ++e) { v[j][e] = ok ? FEXP(v[j][e] - m) : (C)0; s += v[j][e]; }
-    }
+    _Pragma("unroll") for (int j = 0; j < N; ++j)
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) { v[j][e] = PAD_W(v[j][e] - m, live && lane + j * G < nq); s += v[j][e]; }
     s = warp_sum(s, G);
     const C inv = (C)1 / s;
     _Pragma("unroll") for (int j = 0; j < N; ++j) {
       const int k = lane + j * G;
       if (live && k < nq) {
         Quad q;
-        _Pragma("unroll") for (int e = 0; e < 4; ++e) q.v[e] = st(v[j][e] * inv);
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) v[j][e] *= inv;
+        vals_st<4>(q.v, v[j]);
         row[k] = q;
       }
     }
@@ -374,15 +515,11 @@ template <int G, int N, int TB, int Q> __device__ __forceinline__ void softmax_t
         _Pragma("unroll") for (int j = 0; j < N; ++j) {
           const i64 k = lane + j * G;
           v[j] = (live && k < len) ? ld(row[k]) : NEG_INF;
-          m = v[j] > m || v[j] != v[j] ? v[j] : m;
+          m = max_nan(m, v[j]);
         }
         m = warp_max(m, G);
         C s = 0;
-        _Pragma("unroll") for (int j = 0; j < N; ++j) {
-          const i64 k = lane + j * G;
-          v[j] = (live && k < len) ? FEXP(v[j] - m) : (C)0;
-          s += v[j];
-        }
+        _Pragma("unroll") for (int j = 0; j < N; ++j) { v[j] = PAD_W(v[j] - m, live && lane + j * G < len); s += v[j]; }
         s = warp_sum(s, G);
         const C inv = (C)1 / s;
         _Pragma("unroll") for (int j = 0; j < N; ++j) {

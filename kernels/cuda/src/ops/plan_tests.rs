@@ -7,6 +7,8 @@ use rffi_core::DataType;
 use rffi_kernels::{Op, TuneTable, TuneView};
 
 const SMS: i64 = 132;
+/// Shared memory a block may take on an H200 (227 KiB).
+const SMEM: i64 = 232448;
 
 fn table() -> TuneTable {
     let files = vec![
@@ -50,6 +52,8 @@ fn softmax_kernel_of(
         contiguous: true,
         packed,
         quad_aligned: false,
+        smem_block: SMEM,
+        clusters: true,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     match &p.write {
@@ -114,6 +118,8 @@ fn softmax_rows_back_to_back_use_tiles() {
         packed: true,
         // The quad tiles could take these rows; no built-in config chooses them.
         quad_aligned: true,
+        smem_block: SMEM,
+        clusters: true,
     };
     let p = softmax::plan(&c, SMS, &tuned);
     // 81 rows fit; 80 are five whole rounds of 16 rows (16 lanes a row, 256 threads).
@@ -167,9 +173,14 @@ fn softmax_variant_per_row_length() {
         (65536, 1024, 2, true, "softmax_warp_4 256"),
         (65536, 4096, 4, true, "softmax_block_8 128"),
         (65536, 4096, 2, true, "softmax_block_4 128"),
-        (4096, 32000, 2, true, "softmax_block_4 1024"),
-        (8192, 50257, 2, false, "softmax_online 1024"),
-        (8192, 50257, 4, false, "softmax_online 1024"),
+        (4096, 16376, 2, true, "softmax_block_4 512"),
+        (4096, 32000, 2, true, "softmax_smem 512"),
+        // float32 rows of 32000 take an SM's shared memory alone: registers first.
+        (2097, 32000, 4, true, "softmax_block_8 1024"),
+        (2097, 32000, 4, false, "softmax_smem 512"),
+        (8192, 50257, 2, false, "softmax_smem 512"),
+        (8192, 50257, 4, false, "softmax_smem 512"),
+        (64, 50257, 2, false, "softmax_smem 512"),
         (1024, 128256, 2, true, "softmax_online 1024"),
         (
             4,
@@ -179,11 +190,11 @@ fn softmax_variant_per_row_length() {
             "softmax_split_stats + softmax_split_write x64",
         ),
         (
-            64,
-            50257,
+            8,
+            128256,
             2,
             false,
-            "softmax_split_stats + softmax_split_write x5",
+            "softmax_split_stats + softmax_split_write x32",
         ),
     ];
     for &(rows, len, size, aligned, want) in cases {
@@ -193,6 +204,99 @@ fn softmax_variant_per_row_length() {
             "{rows} x {len}, itemsize {size}"
         );
     }
+}
+
+#[test]
+fn softmax_rows_staged_in_shared_memory_fit_the_device() {
+    let t = table();
+    let view = TuneView::new(&t, Some("sm_90"));
+    let tuned = Tuned::select(&view, "softmax", &[("cols", 50257), ("itemsize", 2)]).unwrap();
+    // bfloat16 rows of 50257 (odd: rows at every alignment) take the row and a pack.
+    let c = softmax::Class {
+        rows: 8192,
+        len: 50257,
+        vec: 8,
+        aligned_rows: false,
+        contiguous: true,
+        packed: true,
+        quad_aligned: false,
+        smem_block: SMEM,
+        clusters: true,
+    };
+    let p = softmax::plan(&c, SMS, &tuned);
+    assert_eq!(
+        (p.main.kernel, p.shared, p.main.grid.0),
+        ("softmax_smem", (50257 + 8) * 2, 8192)
+    );
+    assert!(p.why.contains("99 KiB of 227, two an SM"), "{}", p.why);
+    // A device with 96 KiB a block, or rows that are not contiguous: read twice.
+    for c in [
+        softmax::Class {
+            smem_block: 96 * 1024,
+            ..c
+        },
+        softmax::Class {
+            contiguous: false,
+            ..c
+        },
+    ] {
+        let p = softmax::plan(&c, SMS, &tuned);
+        assert_eq!((p.main.kernel, p.shared), ("softmax_online", 0));
+    }
+}
+
+#[test]
+fn softmax_rows_over_a_cluster_where_a_config_asks() {
+    let t = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"softmax": [{"cluster": 1}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let view = TuneView::new(&t, None);
+    let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
+    let class = |rows, len, vec| softmax::Class {
+        rows,
+        len,
+        vec,
+        aligned_rows: true,
+        contiguous: true,
+        packed: true,
+        quad_aligned: true,
+        smem_block: SMEM,
+        clusters: true,
+    };
+    // (rows, len, elements a pack) -> kernel, shared bytes a block, grid: the fewest blocks
+    // of which two fit an SM (bfloat16 rows of 128256: 4 of 32 KiB + 2 packs), else the fewest
+    // that fit (float32 rows of 262144 would need 16 for two an SM: 8 of 128 KiB + 2 packs).
+    let cases = [
+        (1024, 128256, 8, "softmax_cluster_4", (32064 + 16) * 2, 4096),
+        (512, 262144, 8, "softmax_cluster_8", (32768 + 16) * 2, 4096),
+        (256, 262144, 4, "softmax_cluster_8", (32768 + 8) * 4, 2048),
+        (523, 128256, 4, "softmax_cluster_8", (16032 + 8) * 4, 4184),
+    ];
+    for (rows, len, vec, kernel, shared, grid) in cases {
+        let p = softmax::plan(&class(rows, len, vec), SMS, &tuned);
+        assert_eq!(
+            (p.main.kernel, p.shared as i64, p.main.grid.0 as i64),
+            (kernel, shared, grid),
+            "{rows} x {len}"
+        );
+    }
+    // No clusters on the device, or rows too long for 8 blocks: read twice.
+    let p = softmax::plan(
+        &softmax::Class {
+            clusters: false,
+            ..class(1024, 128256, 8)
+        },
+        SMS,
+        &tuned,
+    );
+    assert_eq!(p.main.kernel, "softmax_online");
+    let p = softmax::plan(&class(256, 1 << 22, 8), SMS, &tuned);
+    assert_eq!(p.main.kernel, "softmax_online");
 }
 
 fn reduce_plan(t: &TuneTable, op: Op, c: reduce::Class) -> reduce::Plan {
@@ -425,6 +529,7 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            "cluster" => softmax_src.contains(&format!("SOFTMAX_CLUSTER({})", parts[2])),
             "tileq" => src(Family::SoftmaxQuads)
                 .contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
             "tile" | "tileh" => {
@@ -432,7 +537,7 @@ fn every_planned_kernel_is_in_the_source() {
                     && softmax_src.contains("void __launch_bounds__(256) softmax_tile_##G")
                     && softmax_src.contains("void __launch_bounds__(128) softmax_tileh_##G")
             }
-            _ => softmax_src.contains(&format!("void {name}(")),
+            _ => softmax_src.contains(&format!(" {name}(")),
         };
         assert!(found, "{name}");
     }

@@ -203,6 +203,8 @@ fn softmax_plan(t: &TuneTable, len: i64, itemsize: i64, quad_aligned: bool) -> s
         contiguous: true,
         packed: true,
         quad_aligned,
+        smem_block: 232448,
+        clusters: true,
     };
     softmax::plan(&c, SMS, &tuned)
 }
