@@ -208,6 +208,18 @@ def elementwise(s):
         lambda: K.mul(st, 2.0, o2),
         lambda: torch.mul(st, 2.0, out=o2),
         2 * o2.nbytes,
+        checked(lambda: K.mul(st, 2.0, o2), o2, lambda: st * 2.0, 1e-6),
+    )
+    binary(
+        s,
+        "strided",
+        "a[:, ::2] + b[:, 1::2] -> compact",
+        K.add,
+        add,
+        st,
+        m[:, 1::2],
+        o2,
+        lambda a, b: a + b,
     )
 
 

@@ -1,7 +1,8 @@
 """Writes tuning variants for a sweep on the GPU machine: each `DIR/tune-NAME/` is a complete
 `RFFI_KERNELS_TUNE_DIR` (the built-in `kernels/tune/cuda/*.json` with one key changed) plus a file
 `ONLY` naming the parts of `bench/gpu/shapes.py` it concerns. `kernels/tests/gpu/run.sh` runs the
-suite once more per variant, so one device run compares the defaults with the alternatives.
+suite's parts and their GPU tests once more per variant, so one device run compares the defaults
+with the alternatives and checks the alternatives against torch.
 
     python3 bench/gpu/variants.py .devkern                          # every variant
     python3 bench/gpu/variants.py .devkern norm-tile argmax-key       # only these
@@ -76,6 +77,20 @@ VARIANTS = {
     # Rows longer than a block's shared memory staged over a cluster of 2 to 8 blocks
     # (softmax_cluster_CN, sm_90), instead of read twice by the online variant.
     "softmax-cluster": ("softmax", "softmax", softmax_with(cluster=1)),
+    # The 32-bit strided kernels with four elements a thread a round, all loaded before any is
+    # stored (strided32, strided_rounds 4).
+    "strided-rounds-4": (
+        "elementwise",
+        "elementwise",
+        [dict(c, strided_rounds=4) for c in ELEMENTWISE],
+    ),
+    # Elementwise blocks of 128 threads instead of 256: half the work a block, so the last
+    # partial wave of a packed kernel is half as long (exp of 128 MiB: 0.90 of copy, torch 0.95).
+    "ew-threads-128": (
+        "elementwise",
+        "elementwise",
+        [dict(c, threads=128) for c in ELEMENTWISE],
+    ),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

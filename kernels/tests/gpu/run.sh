@@ -4,10 +4,11 @@
 # Runs the public shape suite (bench/gpu/shapes.py), the launch-overhead bench
 # (bench/gpu/launch.py), the Python GPU tests (against torch), the Rust CUDA tests (every kernel
 # against the CPU backend), then the suite's parts again under each tuning variant staged in
-# DIR/tune-* (bench/gpu/variants.py), printing each stage's summary.
+# DIR/tune-* (bench/gpu/variants.py) with their GPU tests, printing each stage's summary.
 # Logs and tables go to $OUT (or /tmp). Each stage runs under a time limit (seconds):
 # RFFI_GPU_PYTEST_S (600), RFFI_GPU_BENCH_S (900), RFFI_GPU_LAUNCH_S (120), RFFI_GPU_VARIANT_S
-# per variant (120), RFFI_GPU_RUST_S per test binary (300), so
+# per variant (120) and RFFI_GPU_VARIANT_TEST_S for its GPU tests (120: the tests of the parts it
+# concerns, under its configs), RFFI_GPU_RUST_S per test binary (300), so
 # one stage that hangs cannot take the others' output with it; a limit of 0 skips the launch
 # bench, the GPU pytest or the Rust tests.
 set -uo pipefail
@@ -65,6 +66,13 @@ if [ "$BENCH" = 1 ]; then
         --only "$(cat "$d/ONLY")" --out "$OUT/$name" >"$OUT/$name/bench.log" 2>&1 || status=1
     grep -E "MISMATCH|Error" "$OUT/$name/bench.log" | head -5
     grep -E "^\| " "$OUT/$name/bench.log" | tail -n +3
+    # The GPU tests of the same parts under the variant (test names hold the part's name).
+    if [ "${RFFI_GPU_VARIANT_TEST_S:-120}" != 0 ]; then
+      RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_TEST_S:-120}" python3 -m pytest -q \
+          -p no:cacheprovider -k "$(sed 's/,/ or /g' "$d/ONLY")" kernels/tests/gpu/test_shapes_torch.py \
+          >"$OUT/$name/pytest-gpu.log" 2>&1 || status=1
+      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/$name/pytest-gpu.log" | tail -8
+    fi
   done
 fi
 exit $status

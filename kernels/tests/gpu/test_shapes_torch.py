@@ -114,6 +114,13 @@ def test_elementwise_and_broadcasting(dtype, offset):
     out = torch.empty_like(a)
     assert K.add(a, b, out) is None
     check(out, ad + bd, dtype, "add into out")
+    # Every other column (the 32-bit strided kernels; rounds of four elements a thread where
+    # the tuning's strided_rounds asks, with a remainder of fewer than four).
+    w = rand((1201, 2 * 1001), dtype, offset=offset, seed=16)
+    wd = w.double()
+    check(K.mul(w[:, ::2], 2.0), wd[:, ::2] * 2.0, dtype, "a[:, ::2] * 2")
+    check(K.add(w[:, ::2], w[:, 1::2]), wd[:, ::2] + wd[:, 1::2], dtype, "a[:, ::2] + a[:, 1::2]")
+    check(K.exp(w[:, 1::2]), wd[:, 1::2].exp(), dtype, "exp a[:, 1::2]")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

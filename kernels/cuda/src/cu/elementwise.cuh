@@ -114,9 +114,22 @@ template <class F> __device__ __forceinline__ void unary_strided(u64 pa, u64 po,
   GRID_LOOP(i, n) { i64 x, y, z; offsets(L, (i64)i, x, y, z); o[y] = st(f(ld(a[x]))); }
 }
 
+// The 32-bit strided kernels with L.rounds 4 take elements i, i + step, i + 2 step, i + 3 step
+// a round, loading all four before storing any: the compiler may not move a load above a store
+// that can alias it, so one element a round keeps one load per operand in flight a thread.
 template <class F> __device__ __forceinline__ void unary_strided32(u64 pa, u64 po, u32 n, const Lay32& L, F f) {
   const T* a = (const T*)pa; T* o = (T*)po;
-  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  const u32 step = gridDim.x * blockDim.x;
+  u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (L.rounds == 4) {
+    for (; (u64)i + 3 * (u64)step < n; i += 4 * step) {
+      int x[4], y[4], z; C v[4];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * step, x[u], y[u], z);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) v[u] = ld(a[x[u]]);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) o[y[u]] = st(f(v[u]));
+    }
+  }
+  for (; i < n; i += step) {
     int x, y, z; offsets32(L, i, x, y, z); o[y] = st(f(ld(a[x])));
   }
 }
@@ -128,7 +141,17 @@ template <class F> __device__ __forceinline__ void binary_strided(u64 pa, u64 pb
 
 template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 pb, u64 po, u32 n, const Lay32& L, F f) {
   const T* a = (const T*)pa; const T* b = (const T*)pb; T* o = (T*)po;
-  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  const u32 step = gridDim.x * blockDim.x;
+  u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (L.rounds == 4) {
+    for (; (u64)i + 3 * (u64)step < n; i += 4 * step) {
+      int x[4], y[4], z[4]; C v[4], w[4];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * step, x[u], y[u], z[u]);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) { v[u] = ld(a[x[u]]); w[u] = ld(b[y[u]]); }
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) o[z[u]] = st(f(v[u], w[u]));
+    }
+  }
+  for (; i < n; i += step) {
     int x, y, z; offsets32(L, i, x, y, z); o[z] = st(f(ld(a[x]), ld(b[y])));
   }
 }

@@ -3,7 +3,8 @@
 //!
 //! Forms: `vec` (every operand contiguous and 16-byte aligned: packs, four in flight per thread,
 //! eight for a unary op where the tuning's `unary_packs` is 8),
-//! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division),
+//! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division;
+//! `strided_rounds` 4: four elements a thread a round, all loaded before any is stored),
 //! `strided` (64-bit offsets). Broadcast operands arrive as stride-0 views and are read in
 //! place. The loops are grid-stride: the packed forms (`vec`, `bcast`) launch a block per tile
 //! of work by default (`vec_blocks_per_sm`, `vec_waves`: 0, no cap), the strided forms at most
@@ -313,7 +314,7 @@ fn in_output_order(ops: &Operands<'_>) -> (Vec<i64>, Vec<Vec<i64>>) {
 /// The form and layout of a call whose operands are not all contiguous and aligned.
 type Layout = (Form, Lay, Lay32, Bc, Tl);
 
-fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Layout> {
+fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> Result<Layout> {
     let dt = dt(call)?;
     let (shape, strides) = in_output_order(ops);
     let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
@@ -342,7 +343,10 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Layout> {
         return Ok((
             Form::Strided32,
             Lay::default(),
-            l,
+            Lay32 {
+                rounds: params.strided_rounds as i32,
+                ..l
+            },
             Bc::default(),
             Tl::default(),
         ));
@@ -359,6 +363,8 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Layout> {
 
 fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
     let n = ops.numel();
+    let sms = sms(call)?;
+    let params = launch_params(call, n, sms)?;
     let (form, lay, lay32, bc, tl) = if ops.vectorizable() {
         (
             Form::Vec,
@@ -368,11 +374,9 @@ fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared
             Tl::default(),
         )
     } else {
-        layout(call, name, ops)?
+        layout(call, name, ops, params)?
     };
-    let sms = sms(call)?;
     let scalar = call.scalar.is_some() && name != "copy";
-    let params = launch_params(call, n, sms)?;
     let (launch, why) = plan(name, scalar, n, form, dt(call)?.vec as u64, sms, params);
     Ok(Prepared {
         launch,

@@ -12,7 +12,7 @@ use rffi_kernels::OpCall;
 pub struct Why {
     form: Form,
     vec: u64,
-    /// Packs a thread per step of the packed forms.
+    /// Packs a thread per step of the packed forms; elements a thread a round of `strided32`.
     packs: u64,
     /// Blocks an SM and waves (0: no cap).
     caps: (u64, u64),
@@ -35,6 +35,10 @@ impl Why {
             Form::Bcast => format!(
                 "a broadcast operand (a row, a column or one value) over rows of whole \
                  {vec}-element packs: 16-byte loads, the pack's row by multiply-high division"
+            ),
+            Form::Strided32 if packs > 1 => format!(
+                "strided, transposed or broadcast operands: 32-bit offsets, {packs} elements a \
+                 thread a round, loaded before any is stored"
             ),
             Form::Strided32 => {
                 "strided, transposed or broadcast operands: 32-bit offsets".to_owned()
@@ -71,6 +75,8 @@ pub struct Params {
     pub vec_waves: u64,
     /// Packs a thread per step of the packed unary kernels (`NAME_vec`: 4, `NAME_vec8`: 8).
     pub unary_packs: u64,
+    /// Elements a thread a round of the 32-bit strided kernels (1 or 4).
+    pub strided_rounds: u64,
 }
 
 impl Params {
@@ -87,6 +93,11 @@ impl Params {
                 8
             } else {
                 4
+            },
+            strided_rounds: if tuned.get("strided_rounds", 1) >= 4 {
+                4
+            } else {
+                1
             },
         }
     }
@@ -130,7 +141,8 @@ pub fn plan(
     let work = match form {
         Form::Vec if packs8.is_some() => n.cdiv(vec).cdiv(8),
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
-        Form::Strided32 | Form::Strided => n,
+        Form::Strided32 => n.cdiv(params.strided_rounds),
+        Form::Strided => n,
         Form::Tiled => n.cdiv(4),
     };
     let blocks = work.cdiv(threads).clamp(1, cap);
@@ -142,7 +154,11 @@ pub fn plan(
         ),
         Why {
             form,
-            packs: if packs8.is_some() { 8 } else { 4 },
+            packs: match form {
+                Form::Strided32 => params.strided_rounds,
+                _ if packs8.is_some() => 8,
+                _ => 4,
+            },
             vec,
             caps,
             sms,

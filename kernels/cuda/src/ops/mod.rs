@@ -93,6 +93,8 @@ pub struct Lay32 {
     mul: [u32; MAX_DIMS],
     shr: [u32; MAX_DIMS],
     s: [[i32; MAX_DIMS]; 3],
+    /// Elements a thread a round (1 or 4; the tuning's `strided_rounds`).
+    pub rounds: i32,
 }
 
 /// The constants that make `(umulhi(i, mul) + i) >> shr` equal `i / d` for `i < 2^31`.
@@ -118,6 +120,7 @@ impl Lay32 {
         }
         let mut l = Lay32 {
             nd: dims.len() as i32,
+            rounds: 1,
             ..Lay32::default()
         };
         for (i, (d, s)) in dims.iter().enumerate() {

@@ -276,6 +276,11 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
         (512, 262144, 8, "softmax_cluster_8", (32768 + 16) * 2, 4096),
         (256, 262144, 4, "softmax_cluster_8", (32768 + 8) * 4, 2048),
         (523, 128256, 4, "softmax_cluster_8", (16032 + 8) * 4, 4184),
+        // Rows a block holds only alone (float32 rows of 32000 and 50257, in registers or
+        // staged one an SM without the key): two blocks of half a row each.
+        (4096, 32000, 4, "softmax_cluster_2", (16000 + 8) * 4, 8192),
+        (8192, 50257, 4, "softmax_cluster_2", (25129 + 8) * 4, 16384),
+        (64, 50257, 4, "softmax_cluster_2", (25129 + 8) * 4, 128),
     ];
     for (rows, len, vec, kernel, shared, grid) in cases {
         let p = softmax::plan(&class(rows, len, vec), SMS, &tuned);
@@ -297,6 +302,12 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
     assert_eq!(p.main.kernel, "softmax_online");
     let p = softmax::plan(&class(256, 1 << 22, 8), SMS, &tuned);
     assert_eq!(p.main.kernel, "softmax_online");
+    // Rows of which two fit an SM staged in one block each stay there (bfloat16 rows of
+    // 32000, float32 rows of 16384).
+    for (len, vec) in [(32000, 8), (16384, 4)] {
+        let p = softmax::plan(&class(4096, len, vec), SMS, &tuned);
+        assert_eq!(p.main.kernel, "softmax_smem", "{len}");
+    }
 }
 
 fn reduce_plan(t: &TuneTable, op: Op, c: reduce::Class) -> reduce::Plan {
@@ -454,6 +465,22 @@ fn norm_and_elementwise_variants() {
     assert!(why.text().contains("at most 1 wave"), "{}", why.text());
     let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
+    // Four elements a thread a round: a quarter of the threads up to the cap.
+    let rounds = elementwise::Params {
+        strided_rounds: 4,
+        ..tuned
+    };
+    let (l, why) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, rounds);
+    assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 1));
+    assert!(
+        why.text().contains("4 elements a thread a round"),
+        "{}",
+        why.text()
+    );
+    let (l, _) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, rounds);
+    assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
+    let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, rounds);
+    assert_eq!(l.grid.0, 8 * 132);
     let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, tuned);
     assert_eq!(l.kernel, "copy_strided");
     let (l, _) = elementwise::plan("mul", false, 1 << 26, Form::Bcast, 4, SMS, tuned);

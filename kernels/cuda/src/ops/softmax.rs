@@ -7,10 +7,11 @@
 //!   `softmax_smem`, a block per row staged whole in shared memory (read once);
 //! - few long rows (fewer than `split_rows`, at least `split_cols` elements): split over blocks,
 //!   `softmax_split_stats` + `softmax_split_write`;
+//! - where a config sets `cluster` (sm_90 on), contiguous rows of which a cluster of CN blocks
+//!   holds two an SM: `softmax_cluster_CN`, staged over the blocks' shared memory;
 //! - contiguous aligned rows that fit a block's registers: `softmax_block_PK`;
 //! - other contiguous rows that fit a block's shared memory: `softmax_smem`;
-//! - longer contiguous rows, where a config sets `cluster` (sm_90 on): `softmax_cluster_CN`,
-//!   staged over the shared memory of a cluster of CN blocks;
+//! - longer contiguous rows, where a config sets `cluster`: `softmax_cluster_CN`;
 //! - anything else (long, odd-length or misaligned rows such as 50257 or 128256, strided rows):
 //!   `softmax_online`, a block per row, reading the row twice (the second time from L2).
 
@@ -310,6 +311,39 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     if staged && 2 * shared <= c.smem_block {
         return smem(true);
     }
+    // Rows over a cluster's shared memory (`cluster`, sm_90 on): the fewest blocks of which two
+    // fit an SM (`two`: before the register variant and a row staged alone in a block, which
+    // leave one block an SM), else the fewest that fit (after them: rows too long for a block).
+    let cluster = |two: bool| {
+        if !(c.clusters && c.contiguous && tuned.get("cluster", 0) != 0 && len >= smem_cols) {
+            return None;
+        }
+        let bytes = |cn: i64| (len.cdiv(cn) + 2 * v) * itemsize;
+        let &(cn, k) = CLUSTER
+            .iter()
+            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)
+            .or_else(|| {
+                let one = CLUSTER.iter().find(|&&(cn, _)| bytes(cn) <= c.smem_block);
+                one.filter(|_| !two)
+            })?;
+        let grid = (rows as u64 * cn as u64).min((i32::MAX as u64 / cn as u64) * cn as u64);
+        let why = format!(
+            "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB each, of \
+             {}{}): each stages a chunk with 16-byte asynchronous copies, maxima and sums \
+             exchanged through distributed shared memory, each element read once",
+            bytes(cn).cdiv(1024),
+            c.smem_block / 1024,
+            if 2 * bytes(cn) <= c.smem_block {
+                ", two an SM"
+            } else {
+                ""
+            }
+        );
+        Some(Plan {
+            shared: bytes(cn) as u32,
+            ..single(Kind::Packed, Launch::new(k, grid, smem_threads), why)
+        })
+    };
     // Few long rows: split each over blocks.
     let split_rows = tuned.get("split_rows", sms);
     if !staged && rows < split_rows && len >= tuned.get("split_cols", 16384) {
@@ -332,6 +366,9 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
                  {chunks} chunks of {chunk} over blocks, (max, sum) per chunk, merged per row"
             ),
         };
+    }
+    if let Some(p) = cluster(true) {
+        return p;
     }
     // Rows that fit a block's registers: read once.
     let most_packs = (32 / v).clamp(1, 8);
@@ -356,28 +393,8 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     if staged {
         return smem(false);
     }
-    // Longer contiguous rows over a cluster's shared memory (`cluster`, sm_90 on): the fewest
-    // blocks of which two fit an SM, else the fewest that fit.
-    if c.clusters && c.contiguous && tuned.get("cluster", 0) != 0 && len >= smem_cols {
-        let bytes = |cn: i64| (len.cdiv(cn) + 2 * v) * itemsize;
-        let fit = CLUSTER
-            .iter()
-            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)
-            .or_else(|| CLUSTER.iter().find(|&&(cn, _)| bytes(cn) <= c.smem_block));
-        if let Some(&(cn, k)) = fit {
-            let grid = (rows as u64 * cn as u64).min((i32::MAX as u64 / cn as u64) * cn as u64);
-            let why = format!(
-                "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB \
-                 each, of {}): each stages a chunk with 16-byte asynchronous copies, maxima and \
-                 sums exchanged through distributed shared memory, each element read once",
-                bytes(cn).cdiv(1024),
-                c.smem_block / 1024
-            );
-            return Plan {
-                shared: bytes(cn) as u32,
-                ..single(Kind::Packed, Launch::new(k, grid, smem_threads), why)
-            };
-        }
+    if let Some(p) = cluster(false) {
+        return p;
     }
     let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
     let why = format!(
