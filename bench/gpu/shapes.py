@@ -377,6 +377,8 @@ def norms(s):
         (32768, 4097, torch.bfloat16),
         (1001, 2048, torch.bfloat16),
         (4096, 65536, torch.bfloat16),
+        (8192, 32768, torch.bfloat16),
+        (2048, 65536, torch.float32),
     ]:
         x = torch.randn(rows, n, device="cuda", dtype=dt)
         w = torch.randn(n, device="cuda", dtype=dt)

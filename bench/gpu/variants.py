@@ -91,6 +91,10 @@ VARIANTS = {
         "elementwise",
         [dict(c, threads=128) for c in ELEMENTWISE],
     ),
+    # Normalization rows that one block holds only with more than 512 threads (bfloat16 rows
+    # of 32768 and 65536, float32 of 65536) over a cluster of 2 to 8 blocks of 4 packs a thread
+    # (norm_cluster_CN, sm_90).
+    "norm-cluster": ("norms", "norm", [dict(c, cluster=1) for c in NORM]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

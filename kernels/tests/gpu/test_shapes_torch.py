@@ -197,7 +197,7 @@ def test_softmax_other_axes_and_masks():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("length", [7, 256, 1024, 4096, 4097, 16384, 65536])
+@pytest.mark.parametrize("length", [7, 256, 1024, 4096, 4097, 16384, 32768, 65536, 131072])
 def test_norms(dtype, length):
     rows = max(2, min(257, (1 << 20) // length))
     for offset in [0, 1]:

@@ -99,6 +99,33 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// Thread block clusters (sm_90): the kernels that split a row over a cluster's blocks exchange
+// per-block results through distributed shared memory.
+#if __CUDA_ARCH__ >= 900
+// Every block of the cluster at this point, its shared memory writes before it visible to all.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of *p (this block's shared memory) in the shared memory of the cluster's block
+// `rank`.
+__device__ __forceinline__ u32 cluster_addr(const void* p, u32 rank) {
+  u32 a, ra;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  return ra;
+}
+__device__ __forceinline__ float ld_cluster(const float* p, u32 rank) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(cluster_addr(p, rank)) : "memory");
+  return v;
+}
+__device__ __forceinline__ double ld_cluster(const double* p, u32 rank) {
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(cluster_addr(p, rank)) : "memory");
+  return v;
+}
+#endif
+
 template <typename A> __device__ __forceinline__ A warp_sum(A v, int width = 32) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

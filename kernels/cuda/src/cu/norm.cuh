@@ -7,6 +7,7 @@
 // - norm_block_PK: a block per row (up to 1024 threads), PK packs a thread (aligned rows of
 //   whole packs, weight and bias as packs); norm_block_any_PK: the same for rows contiguous at
 //   one alignment phase in x and out (any length) and any weight;
+// - norm_cluster_CN (sm_90): the block variant's row split over a cluster of CN blocks;
 // - norm_tile: rows of up to 8 warps' packs, several a block, the next rows prefetched into shared
 //   memory while these are computed (aligned rows of whole packs, weight and bias as packs);
 // - norm_rows: a block per row, any length and strides (the row read twice).
@@ -84,14 +85,29 @@ template <int N, int OPK> __device__ __forceinline__ void norm_warp(u64 px, u64 
 // `tail` after its last whole pack are held one a thread, the packs between PK a thread, weight
 // and bias read element by element. Two instances, because the general one's registers (the
 // element-wise weight addresses) would make the common one spill. Each element is read once.
-template <int PK, int OPK, int ANY> __device__ __forceinline__ void norm_block(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, i64 sw, i64 sb, int wvec) {
+//
+// CN > 1 (`norm_cluster_CN`, sm_90; ANY 0): a thread block cluster of CN blocks a row, each
+// holding a CN-th of its packs, for rows that one block holds only with more than 512 threads
+// (one block an SM, which cannot overlap one row's loads with another's arithmetic). Each block
+// puts its pair of sums in shared memory (a slot by row parity, so a block may write the next
+// row's while a slower one still reads this row's), and after one cluster barrier every block
+// adds the CN pairs in rank order (the same statistics in every block).
+template <int PK, int OPK, int ANY, int CN = 1> __device__ __forceinline__ void norm_block(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, i64 sw, i64 sb, int wvec) {
+  static_assert(CN == 1 || !ANY, "clusters take aligned rows of whole packs");
   __shared__ C sh[64];
+#if __CUDA_ARCH__ >= 900
+  __shared__ C pair[2][2];
+#endif
   const T* w = (const T*)pw; const T* b = (const T*)pb;
-  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+  const int c = CN > 1 ? (int)(blockIdx.x % CN) : 0;
+  int parity = 0;
+  for (i64 r = blockIdx.x / CN; r < rows; r += gridDim.x / CN, parity ^= 1) {
     i64 ox, oo; row_start(L, r, ox, oo);
     const T* xr = (const T*)px + ox;
     T* orow = (T*)po + oo;
     const i64 head = ANY ? peel(xr, 0, len) : 0, nv = (len - head) / VEC, tail0 = head + nv * VEC;
+    // This block's packs [k0, k1): all of the row's, or a CN-th of them.
+    const i64 cp = (nv + CN - 1) / CN, k0 = c * cp, k1 = k0 + cp < nv ? k0 + cp : nv;
     const Pack* x = (const Pack*)(xr + head);
     Pack* o = (Pack*)(orow + head);
     const C shift = OPK == 0 ? ld(xr[0]) : (C)0;
@@ -101,13 +117,13 @@ template <int PK, int OPK, int ANY> __device__ __forceinline__ void norm_block(u
     C eh = hd ? ld(xr[threadIdx.x]) : (C)0, et = tl ? ld(xr[tail0 + threadIdx.x]) : (C)0;
     C s = 0, q2 = 0;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      i64 k = threadIdx.x + (i64)p * blockDim.x;
-      if (k < nv) v[p] = x[k];
+      i64 k = k0 + threadIdx.x + (i64)p * blockDim.x;
+      if (k < k1) v[p] = x[k];
     }
     if (hd) { C d = eh - shift; s += d; q2 += d * d; }
     if (tl) { C d = et - shift; s += d; q2 += d * d; }
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      bool ok = threadIdx.x + (i64)p * blockDim.x < nv;
+      bool ok = k0 + threadIdx.x + (i64)p * blockDim.x < k1;
       _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
         C d = ok ? ld(v[p].v[j]) - shift : (C)0;
         s += d;
@@ -115,6 +131,17 @@ template <int PK, int OPK, int ANY> __device__ __forceinline__ void norm_block(u
       }
     }
     block_sum2(s, q2, sh);
+#if __CUDA_ARCH__ >= 900
+    if (CN > 1) {
+      if (threadIdx.x == 0) { pair[parity][0] = s; pair[parity][1] = q2; }
+      cluster_sync();
+      s = 0; q2 = 0;
+      _Pragma("unroll") for (int q = 0; q < CN; ++q) {
+        s += ld_cluster(&pair[parity][0], q);
+        q2 += ld_cluster(&pair[parity][1], q);
+      }
+    }
+#endif
     // rms_norm: no shift, no mean: the mean square.
     C dm = OPK == 0 ? s / (C)len : (C)0, var = q2 / (C)len - dm * dm;
     C rstd = RSQRT((var > (C)0 ? var : (C)0) + (C)eps), mean = shift + dm;
@@ -122,10 +149,13 @@ template <int PK, int OPK, int ANY> __device__ __forceinline__ void norm_block(u
     if (tl) orow[tail0 + threadIdx.x] = st(norm_one(et, mean, rstd, w, b, tail0 + threadIdx.x, sw, sb));
     const int packs = !ANY;
     _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      i64 k = threadIdx.x + (i64)p * blockDim.x;
-      if (k < nv) o[k] = norm_pack(v[p], mean, rstd, w, b, head, k, sw, sb, packs);
+      i64 k = k0 + threadIdx.x + (i64)p * blockDim.x;
+      if (k < k1) o[k] = norm_pack(v[p], mean, rstd, w, b, head, k, sw, sb, packs);
     }
   }
+#if __CUDA_ARCH__ >= 900
+  if (CN > 1) cluster_sync();  // no block leaves while another may read its pairs
+#endif
 }
 
 
@@ -297,3 +327,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po,
 extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb, int vec) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb, vec); }
 NORM_VARIANTS(layer_norm, 0)
 NORM_VARIANTS(rms_norm, 1)
+// Only where clusters exist: NVRTC rejects __cluster_dims__ before sm_90 (the planner chooses
+// these only on such devices). 4 packs a thread (8 spill under the 64 registers that keep two
+// blocks of 512 threads an SM), at most 512 threads a block.
+#if __CUDA_ARCH__ >= 900
+#define NORM_CLUSTERS(NAME, OPK) \
+extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(2, 1, 1) NAME##_cluster_2(NORM_ARGS) { norm_block<4, OPK, 0, 2>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(4, 1, 1) NAME##_cluster_4(NORM_ARGS) { norm_block<4, OPK, 0, 4>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(8, 1, 1) NAME##_cluster_8(NORM_ARGS) { norm_block<4, OPK, 0, 8>(NORM_PASS); }
+NORM_CLUSTERS(layer_norm, 0)
+NORM_CLUSTERS(rms_norm, 1)
+#endif

@@ -187,26 +187,6 @@ __device__ __forceinline__ C block_max_nan(C v, C* sh) {
 // boundary, the last the tail); the blocks' maxima and sums are exchanged through distributed
 // shared memory (each block reads the others' with ld.shared::cluster after a cluster barrier).
 
-#if __CUDA_ARCH__ >= 900
-// Every block of the cluster at this point, its shared memory writes before it visible to all.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// *p in the shared memory of the cluster's block `rank`.
-__device__ __forceinline__ C ld_cluster(const C* p, u32 rank) {
-  u32 a, ra;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-  C v;
-#if IS_F64
-  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(ra) : "memory");
-#else
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-#endif
-  return v;
-}
-#endif
-
 // The row's maximum (MAX 1) or sum from each block's: a cluster's blocks through `slot` (this
 // block's, in shared memory), every thread reading all CN.
 template <int CN, int MAX> __device__ __forceinline__ C cluster_combine(C v, C* slot) {

@@ -1,10 +1,11 @@
 //! layer_norm and rms_norm over the last axis (`cu/norm.cuh`): a warp per row for short
-//! contiguous aligned rows, a block per row in registers for rows up to 512 threads' packs, and
-//! a generic block per row (two reads) for everything else.
+//! contiguous aligned rows, a block per row in registers for rows up to 512 threads' packs (a
+//! cluster of blocks per row for longer ones where a config sets `cluster`, sm_90 on), and a
+//! generic block per row (two reads) for everything else.
 
 use super::softmax::{row_alignment, rows_of};
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
-use crate::driver::{function, launch};
+use crate::driver::{function, has_clusters, launch};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Op, OpCall};
@@ -23,6 +24,8 @@ pub struct Class {
     pub contiguous: bool,
     /// Weight and bias absent or contiguous and 16-byte aligned (read as packs).
     pub wvec: bool,
+    /// The device runs thread block clusters (`norm_cluster_CN`).
+    pub clusters: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -69,11 +72,31 @@ fn names(op: Op) -> [&'static str; 11] {
     }
 }
 
+/// The cluster variants' kernels: (CN, kernel), 4 packs a thread.
+fn cluster_names(op: Op) -> [(i64, &'static str); 3] {
+    match op {
+        Op::LayerNorm => [
+            (2, "layer_norm_cluster_2"),
+            (4, "layer_norm_cluster_4"),
+            (8, "layer_norm_cluster_8"),
+        ],
+        Op::RmsNorm => [
+            (2, "rms_norm_cluster_2"),
+            (4, "rms_norm_cluster_4"),
+            (8, "rms_norm_cluster_8"),
+        ],
+        op => unreachable!("{op} is not a normalization"),
+    }
+}
+
 /// Every kernel name the planner can choose (checked against the source by a test).
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
     v.extend(names(Op::RmsNorm));
     v.extend([tile_name(Op::LayerNorm), tile_name(Op::RmsNorm)]);
+    for op in [Op::LayerNorm, Op::RmsNorm] {
+        v.extend(cluster_names(op).map(|c| c.1));
+    }
     v
 }
 
@@ -118,11 +141,30 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
     // of whole packs with weight and bias as packs take `block_PK`; other contiguous rows (odd
     // lengths, a strided weight) `block_any_PK`, at most 4 packs a thread (its registers).
     let plain = c.aligned_rows && len % v == 0 && c.wvec;
+    let cap = tuned.get("block_threads", 512).clamp(32, 1024);
     if c.contiguous {
         // The packs between the peeled head and tail: at most len / v.
         let most = (32 / v).clamp(1, if plain { 8 } else { 4 });
         let wanted = tuned.get("packs", 2).clamp(1, most);
-        let cap = tuned.get("block_threads", 512).clamp(32, 1024);
+        // A candidate, chosen only where a config sets `cluster` (sm_90 on): aligned rows that
+        // one block holds only with more than `block_threads` threads (bfloat16 rows of more
+        // than 16384 elements) over a cluster of the fewest CN blocks of at most that many
+        // threads of 4 packs, two an SM where one block a row leaves one an SM.
+        if plain && c.clusters && tuned.get("cluster", 0) != 0 && nv.cdiv(most) > cap {
+            let fit = cluster_names(op)
+                .into_iter()
+                .find(|&(cn, _)| nv.cdiv(cn).cdiv(4) <= cap);
+            if let Some((cn, name)) = fit {
+                let threads = (nv.cdiv(cn).cdiv(4).cdiv(32) * 32).max(32) as u64;
+                let why = format!(
+                    "rows of {len} = {nv} aligned packs over a cluster of {cn} blocks: 4 packs a \
+                     thread, {threads} threads a block, the blocks' sums exchanged through \
+                     distributed shared memory, each element read once"
+                );
+                let grid = (rows * cn as u64).min((i32::MAX as u64 / cn as u64) * cn as u64);
+                return (Kind::Packed, Launch::new(name, grid, threads), why);
+            }
+        }
         let all = [1i64, 2, 4, 8];
         let fit = all
             .into_iter()
@@ -189,6 +231,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
         aligned_rows: sx == 1 && so == 1 && row_alignment(x, o, axis, v, false),
         contiguous: sx == 1 && so == 1 && row_alignment(x, o, axis, v, true),
         wvec: vector(call.weight).2 && vector(call.bias).2,
+        clusters: has_clusters(call.device.index())?,
     };
     let vars = [
         ("cols", len),

@@ -416,6 +416,7 @@ fn norm_and_elementwise_variants() {
             aligned_rows: aligned,
             contiguous: aligned || len % vec != 0,
             wvec: true,
+            clusters: true,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
@@ -574,10 +575,12 @@ fn every_planned_kernel_is_in_the_source() {
             .split_once("_norm_")
             .map(|(a, b)| (format!("{a}_norm"), b))
             .unwrap();
-        assert!(
-            norm_src.contains(&format!("NORM_VARIANTS({op}, ")),
-            "{name}"
-        );
+        let macro_name = if variant.starts_with("cluster") {
+            "NORM_CLUSTERS"
+        } else {
+            "NORM_VARIANTS"
+        };
+        assert!(norm_src.contains(&format!("{macro_name}({op}, ")), "{name}");
         assert!(norm_src.contains(&format!("NAME##_{variant}(")), "{name}");
     }
     let reduce_src = src(Family::Reduce(0));

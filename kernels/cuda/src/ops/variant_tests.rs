@@ -49,6 +49,7 @@ fn norm_plan(
         aligned_rows: true,
         contiguous: true,
         wvec,
+        clusters: true,
     };
     let (kind, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
     (kind, l)
@@ -275,5 +276,41 @@ fn softmax_quad_tiles_only_where_a_config_sets_them() {
             !k.starts_with("softmax_tileq"),
             "{len} {itemsize} {aligned}: {k}"
         );
+    }
+}
+
+#[test]
+fn norm_clusters_only_where_a_config_sets_them() {
+    let builtin = table(None);
+    let with = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "cluster": 1 } ] }"#,
+    ));
+    // (rows, len, itemsize) -> kernel and block with the key: the fewest blocks of at most 512
+    // threads of 4 packs (bfloat16 65536: 8192 packs, 4 x 512; float32 65536: 16384 packs,
+    // 8 x 512; bfloat16 32768 2 x 512; 24576: 2 x 384), a block's grid per row times CN.
+    let cases = [
+        (4096, 65536, 2, "layer_norm_cluster_4", 512),
+        (4096, 32768, 2, "layer_norm_cluster_2", 512),
+        (4096, 24576, 2, "layer_norm_cluster_2", 384),
+        (4096, 65536, 4, "layer_norm_cluster_8", 512),
+        (64, 131072, 2, "layer_norm_cluster_8", 512),
+    ];
+    for (rows, len, itemsize, kernel, block) in cases {
+        let (kind, l) = norm_plan(&with, rows, len, itemsize, true);
+        let cn: u32 = kernel.rsplit('_').next().unwrap().parse().unwrap();
+        assert_eq!(
+            (kind, l.kernel, l.block, l.grid.0),
+            (norm::Kind::Packed, kernel, block, rows as u32 * cn),
+            "{len} x {itemsize}"
+        );
+        // Not in the built-in configs.
+        let (_, l) = norm_plan(&builtin, rows, len, itemsize, true);
+        assert!(!l.kernel.contains("cluster"), "{len}: {}", l.kernel);
+    }
+    // Rows a block of at most 512 threads holds, weight or bias not packs, and rows too long
+    // for 8 blocks keep the other variants.
+    for (len, itemsize, wvec) in [(16384, 2, true), (65536, 2, false), (262144, 2, true)] {
+        let (_, l) = norm_plan(&with, 64, len, itemsize, wvec);
+        assert!(!l.kernel.contains("cluster"), "{len}: {}", l.kernel);
     }
 }
