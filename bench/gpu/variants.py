@@ -66,8 +66,10 @@ VARIANTS = {
     # weight and bias in registers once per block; 2 or 3 blocks an SM.
     "norm-tile": ("norms", "norm", [dict(c, tile=1) for c in NORM]),
     "norm-tile-3": ("norms", "norm", [dict(c, tile=1, tile_blocks_per_sm=3) for c in NORM]),
-    # argmax of 16-bit rows by one unsigned key an element (argmax_rows_key8).
+    # argmax of 16-bit rows by one unsigned key an element (argmax_rows_key8), and by a running
+    # maximum a lane on words, searched only where a step's maximum beats it (argmax_rows_run8).
     "argmax-key": ("reductions", "reduce", [dict(REDUCE, argmax_key=1)]),
+    "argmax-run": ("reductions", "reduce", [dict(REDUCE, argmax_key=2)]),
     # Rows staged whole in shared memory (softmax_smem): never (the register, online and split
     # variants, as before it), with 1024 threads a row instead of 512, and from 4096 elements
     # on instead of 16384.

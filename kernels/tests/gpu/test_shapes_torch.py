@@ -157,6 +157,21 @@ def test_reductions_on_any_axes(dtype):
     x = torch.tensor([[1.0, 3.0, 3.0, float("nan")], [2.0, 5.0, 5.0, 1.0]], device="cuda")
     assert T(K.argmax(x.to(dtype), 1)).tolist() == [3, 1]
     assert T(K.max(x.to(dtype), 1)).isnan().tolist() == [True, False]
+    # Many rows, a warp each (the 16-bit key and running-maximum kernels where the configs
+    # choose them): ties, a NaN, -0 beside +0, ascending rows, rows of -inf; odd lengths, a
+    # misaligned start.
+    for length, offset in [(1001, 1), (4096, 0), (4099, 3)]:
+        g = torch.Generator(device="cuda").manual_seed(length)
+        x = torch.randint(-3, 3, (2048, length + offset), device="cuda", generator=g)
+        x = x.to(dtype)[:, offset:]
+        x[::7, length // 2] = float("nan")
+        x[1::7] = 0.0
+        x[1::7, 3] = -0.0
+        x[2::7] = torch.arange(length, device="cuda").to(dtype)
+        x[3::7] = float("-inf")
+        x[4::7, -1] = 7.0
+        got = T(K.argmax(x, -1))
+        assert torch.equal(got, x.argmax(-1)), f"argmax of 2048 rows of {length} +{offset}"
 
 
 ROWS = [1, 7, 32, 100, 256, 1000, 1024, 4096, 32000, 50257, 128256, 262144]

@@ -402,5 +402,63 @@ template <int U> __device__ __forceinline__ void argmax_rows_key(u64 px, u64 po,
   }
 }
 
+// argmax_rows_run8 (`argmax_key` 2): the same rows by a running maximum a lane instead of a key
+// an element. A step of U packs takes its maximum on words (vals_max: one max.NaN.bf16x2 for two
+// elements, exact), and only a step whose maximum beats the lane's (the first step, a greater
+// value, or the first NaN) searches its elements for the first equal to it (-0 equals +0; NaN
+// for a NaN maximum). Within a lane indices grow, so a later equal maximum never replaces an
+// earlier one; the lanes' (maximum, first index) become keys as above for one redux.sync. Random
+// rows search a few steps of a row; ascending rows every step, at about the key kernel's cost.
+// One step of N packs in registers, pack u holding elements at + u * 32 VEC ...: the lane's
+// maximum m and its first index `first` (-1 before its first step).
+template <int N> __device__ __forceinline__ void argmax_run_step(const Pack* q, i64 at, C& m, i64& first) {
+  C sm = vals_max<VEC>(q[0].v);
+  _Pragma("unroll") for (int u = 1; u < N; ++u) sm = max_nan(sm, vals_max<VEC>(q[u].v));
+  if (first >= 0 && (sm != sm ? m != m : !(sm > m))) return;
+  // Backwards, so that the last match kept is the first.
+  _Pragma("unroll") for (int u = N - 1; u >= 0; --u) {
+    _Pragma("unroll") for (int j = VEC - 1; j >= 0; --j) {
+      const C v = ld(q[u].v[j]);
+      if (v == sm || (v != v && sm != sm)) first = at + u * 32 * VEC + j;
+    }
+  }
+  m = sm;
+}
+
+template <int U> __device__ __forceinline__ void argmax_rows_run(u64 px, u64 po, const RLay& L, i64 items, i64 count) {
+  if (sizeof(T) != 2) { asm volatile("trap;"); return; }
+  const int lane = threadIdx.x & 31;
+  const i64 per = blockDim.x >> 5;
+  for (i64 w = (i64)blockIdx.x * per + (threadIdx.x >> 5); w < items; w += (i64)gridDim.x * per) {
+    i64 ox, oo; kept_offsets(L, w, ox, oo);
+    const T* x = (const T*)px + ox;
+    u32 best = 0;
+    const i64 head = peel(x, 0, count), np = (count - head) / VEC;
+    for (i64 k = lane; k < head; k += 32) best = umax32(best, argmax_key(x[k], k));
+    const Pack* pp = (const Pack*)(x + head);
+    C m = NEG_INF;
+    i64 first = -1;
+    i64 k = lane;
+    for (; k + (U - 1) * 32 < np; k += U * 32) {
+      Pack q[U];
+      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * 32];
+      argmax_run_step<U>(q, head + k * VEC, m, first);
+    }
+    for (; k < np; k += 32) {
+      const Pack q = pp[k];
+      argmax_run_step<1>(&q, head + k * VEC, m, first);
+    }
+    for (i64 t = head + np * VEC + lane; t < count; t += 32) best = umax32(best, argmax_key(x[t], t));
+    if (first >= 0) best = umax32(best, argmax_key(st(m), first));
+#if __CUDA_ARCH__ >= 800
+    best = __reduce_max_sync(0xffffffffu, best);
+#else
+    for (int o = 16; o > 0; o >>= 1) best = umax32(best, __shfl_xor_sync(0xffffffffu, best, o));
+#endif
+    if (lane == 0) ((i64*)po)[oo] = 0xffff - (i64)(best & 0xffffu);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) argmax_rows_run8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows_run<8>(px, po, L, items, count); }
 extern "C" __global__ void __launch_bounds__(256) argmax_rows_key8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows_key<8>(px, po, L, items, count); }
 #endif

@@ -106,6 +106,9 @@ fn names(op: Op) -> [&'static str; 8] {
 /// argmax of 16-bit rows by keys (`argmax_rows_key8` in `cu/reduce.cuh`, the argmax module only);
 /// it takes the rows kernels' arguments.
 pub const ARGMAX_KEY: &str = "argmax_rows_key8";
+/// The same rows by a running maximum a lane (`argmax_rows_run8`, `argmax_key` 2), the same
+/// arguments.
+pub const ARGMAX_RUN: &str = "argmax_rows_run8";
 
 /// Chooses the walk, the lanes per output and the chunks.
 pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
@@ -174,26 +177,38 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             ),
         };
     }
-    // A candidate, chosen only where a config sets `argmax_key` (none does until a device run
-    // shows it faster): argmax of contiguous 16-bit rows of up to 65536 elements, enough rows for
-    // a warp each on every SM, one unsigned maximum an element.
+    // Where a config sets `argmax_key` (sm_90.json: 1): argmax of contiguous 16-bit rows of up
+    // to 65536 elements, enough rows for a warp each on every SM: one unsigned maximum an
+    // element (1), or a running maximum a lane on words (2, a candidate).
+    let argmax_key = tuned.get("argmax_key", 0);
     if op == Op::Argmax
-        && tuned.get("argmax_key", 0) != 0
+        && argmax_key != 0
         && c.itemsize == 2
         && c.nr == 1
         && c.rs == 1
         && (1..=65536).contains(&count)
         && nout >= 8 * sms
     {
+        let (kernel, how) = if argmax_key == 2 {
+            (
+                ARGMAX_RUN,
+                "a running maximum a lane on 16-bit words, its elements searched only where a \
+                 step's maximum beats it, the lanes' (maximum, first index) as keys",
+            )
+        } else {
+            (
+                ARGMAX_KEY,
+                "each element one unsigned key (order, index) and the row's argmax their maximum",
+            )
+        };
         return Plan {
-            main: Launch::new(ARGMAX_KEY, (nout as u64).cdiv(8), 256),
+            main: Launch::new(kernel, (nout as u64).cdiv(8), 256),
             combine: None,
             chunks: 1,
             chunk: count,
             columns: false,
             why: format!(
-                "{nout} contiguous 16-bit rows of {count} (at most 65536): a warp per row, each \
-                 element one unsigned key (order, index) and the row's argmax their maximum"
+                "{nout} contiguous 16-bit rows of {count} (at most 65536): a warp per row, {how}"
             ),
         };
     }

@@ -180,10 +180,30 @@ fn argmax_keys_only_where_a_config_sets_them() {
         argmax_plan(&t, 8 * SMS - 1, 4096, 1, 2).main.kernel,
         reduce::ARGMAX_KEY
     );
-    // The kernel is in the argmax module only.
+    // argmax_key 2: the running maximum a lane, on the same rows only.
+    let run = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "argmax_key": 2 } ] }"#,
+    ));
+    let p = argmax_plan(&run, 65536, 4096, 1, 2);
+    assert_eq!(
+        (p.main.kernel, p.main.grid.0, p.chunks),
+        (reduce::ARGMAX_RUN, 8192, 1)
+    );
+    assert!(p.why.contains("running maximum"), "{}", p.why);
+    assert_ne!(
+        argmax_plan(&run, 65536, 4096, 1, 4).main.kernel,
+        reduce::ARGMAX_RUN
+    );
+    assert_ne!(
+        argmax_plan(&run, 4096, 65537, 1, 2).main.kernel,
+        reduce::ARGMAX_RUN
+    );
+    // The kernels are in the argmax module only.
     let dt = dt_of(DataType::bfloat16()).unwrap();
-    let name = format!(" {}(u64 px, u64 po, u64 pp, RLay L", reduce::ARGMAX_KEY);
-    assert!(module_source(&dt, Family::Reduce(4)).contains(&name));
+    for k in [reduce::ARGMAX_KEY, reduce::ARGMAX_RUN] {
+        let name = format!(" {k}(u64 px, u64 po, u64 pp, RLay L");
+        assert!(module_source(&dt, Family::Reduce(4)).contains(&name), "{k}");
+    }
     assert!(module_source(&dt, Family::Reduce(4)).contains("#define RED 4"));
 }
 
