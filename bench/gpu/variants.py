@@ -76,6 +76,9 @@ VARIANTS = {
     "softmax-smem-off": ("softmax", "softmax", softmax_with(smem_cols=1 << 40)),
     "softmax-smem-1024": ("softmax", "softmax", softmax_with(smem_threads=1024)),
     "softmax-smem-4096": ("softmax", "softmax", softmax_with(smem_cols=4096)),
+    # Rows a warp or a lane group each (float32 rows of 16 to 256) from at most 8 blocks of 256
+    # threads an SM walking rows grid-stride, instead of a block per 8 to 256 rows.
+    "softmax-group-capped": ("softmax", "softmax", softmax_with(group_blocks_per_sm=8)),
     # Rows longer than a block's shared memory staged over a cluster of 2 to 8 blocks
     # (softmax_cluster_CN, sm_90), instead of read twice by the online variant.
     "softmax-cluster": ("softmax", "softmax", softmax_with(cluster=1)),

@@ -252,17 +252,32 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             )
         };
     }
-    // Short rows: lanes of a warp per row.
+    // Short rows: lanes of a warp per row, a block of 256 threads per `per` rows. A candidate
+    // (`group_blocks_per_sm`, 0 none): at most that many blocks an SM, each thread walking
+    // rows grid-stride, instead of a block per `per` rows that exits after one row a lane
+    // (float32 rows of 32: 65536 blocks of one 16-byte load a thread).
+    let group_cap = tuned.get("group_blocks_per_sm", 0).max(0) as u64;
+    let lanes_grid = |per: i64, why: String| {
+        let grid = (rows as u64).cdiv(per as u64);
+        match group_cap {
+            0 => (grid, why),
+            b => {
+                let cap = sms.max(1) as u64 * b;
+                (
+                    grid.min(cap),
+                    format!("{why}; grid at most {cap} blocks ({sms} SMs x {b})"),
+                )
+            }
+        }
+    };
     if whole && (32..=32 * 8).contains(&nv) {
         let n = pow2ceil(nv.cdiv(32));
         let k = WARP.iter().find(|w| w.0 == n).expect("n <= 8").1;
-        let why =
-            format!("rows of {len} = {nv} aligned 16-byte packs: a warp per row, {n} packs a lane");
-        return single(
-            Kind::Packed,
-            Launch::new(k, (rows as u64).cdiv(8), 256),
-            why,
+        let (grid, why) = lanes_grid(
+            8,
+            format!("rows of {len} = {nv} aligned 16-byte packs: a warp per row, {n} packs a lane"),
         );
+        return single(Kind::Packed, Launch::new(k, grid, 256), why);
     }
     if len <= 1024 {
         let g = pow2ceil(len.cdiv(4)).min(32);
@@ -272,11 +287,13 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             .find(|e| e.0 == g && e.1 == n)
             .expect("every (G, N) for rows up to 1024")
             .2;
-        let why = format!(
-            "rows of {len} elements: {g} lane{} per row, {n} elements a lane in registers",
-            if g == 1 { "" } else { "s" }
+        let (grid, why) = lanes_grid(
+            256 / g,
+            format!(
+                "rows of {len} elements: {g} lane{} per row, {n} elements a lane in registers",
+                if g == 1 { "" } else { "s" }
+            ),
         );
-        let grid = (rows as u64).cdiv((256 / g) as u64);
         return single(Kind::Group, Launch::new(k, grid, 256), why);
     }
     // Long contiguous rows that fit a block's shared memory (with a pack of slack for the row's

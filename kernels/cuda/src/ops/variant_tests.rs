@@ -334,3 +334,26 @@ fn norm_clusters_only_where_a_config_sets_them() {
         assert!(!l.kernel.contains("cluster"), "{len}: {}", l.kernel);
     }
 }
+
+#[test]
+fn softmax_lane_grids_capped_only_where_a_config_sets_it() {
+    // float32 rows of 32 (the lane groups in sm_90.json) and of 256 (a warp a row).
+    let builtin = table(None);
+    let p = softmax_plan(&builtin, 32, 4, true);
+    assert_eq!(
+        (p.main.kernel, p.main.grid.0),
+        ("softmax_group_8_4", 1 << 15)
+    );
+    let capped = table(Some(
+        r#"{ "softmax": [ { "tile_max": 0, "group_blocks_per_sm": 8 } ] }"#,
+    ));
+    for (len, kernel) in [(32, "softmax_group_8_4"), (256, "softmax_warp_2")] {
+        let p = softmax_plan(&capped, len, 4, true);
+        assert_eq!(
+            (p.main.kernel, p.main.grid.0, p.main.block),
+            (kernel, 8 * SMS as u32, 256),
+            "{len}"
+        );
+        assert!(p.why.contains("grid at most 1056 blocks"), "{}", p.why);
+    }
+}
