@@ -96,6 +96,9 @@ VARIANTS = {
         "elementwise",
         [dict(c, threads=128) for c in ELEMENTWISE],
     ),
+    # The prefetching norm tiles (16-bit rows of 512 to 8192) with three stages instead of two:
+    # the next two passes in flight, 48 KiB of dynamic shared memory a block.
+    "norm-tile3": ("norms", "norm", [dict(c, tile_stages=3) for c in NORM]),
     # Normalization rows that one block holds only with more than 512 threads (bfloat16 rows
     # of 32768 and 65536, float32 of 65536) over a cluster of 2 to 8 blocks of 4 packs a thread
     # (norm_cluster_CN, sm_90).

@@ -360,8 +360,10 @@ pub unsafe fn launch(
     unsafe { launch_shared(f, grid, block, 0, stream, args) }
 }
 
-/// `launch` with `shared` bytes of dynamic shared memory (at most `smem_per_block`); above the
-/// default 48 KiB the function must first be allowed that much (`allow_shared`).
+/// `launch` with `shared` bytes of dynamic shared memory (at most `smem_per_block`). Without
+/// asking, a launch gets 48 KiB less the kernel's static shared memory: from 40 KiB on (the
+/// kernels that take dynamic memory keep under 8 KiB static) the function is first allowed
+/// `shared` bytes (`allow_shared`).
 ///
 /// # Safety
 /// As `launch`.
@@ -373,7 +375,7 @@ pub unsafe fn launch_shared(
     stream: sys::CUstream,
     args: &mut [*mut c_void],
 ) -> Result<()> {
-    if shared > 48 * 1024 {
+    if shared > 40 * 1024 {
         allow_shared(f, shared)?;
     }
     let grid = (grid.0.max(1), grid.1.max(1), 1);

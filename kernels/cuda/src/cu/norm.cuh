@@ -200,9 +200,11 @@ template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64
 // barrier; the cross-warp sums of a row take two when wr > 1. A thread's columns are the same in
 // every row, so weight and bias (packs, or absent) are read into registers once per block.
 // Aligned rows of whole packs; statistics exact in two passes over the registers.
+// S stages: the next S - 1 passes in flight while one is computed (`norm_tile`: S = 2, static
+// shared memory; `norm_tile3`, the `tile_stages` 3 candidate: S = 3 in 48 KiB of dynamic shared
+// memory, twice the loads in flight where two blocks of 108-122 registers fill an SM).
 #define NT_PK 4
-template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr) {
-  __shared__ __align__(16) Pack stage[2][NT_PK * 256];
+template <int OPK, int S> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr, Pack (*stage)[NT_PK * 256]) {
   // Cross-warp sums by pass parity: a warp writes the next pass's before a slower one of its row
   // has read this pass's (rms_norm has one barrier a pass).
   __shared__ C red[2][2][8];
@@ -231,11 +233,12 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     }
     cp_async_commit();
   };
-  int s = 0;
-  fetch(blockIdx.x, 0);
-  for (i64 t = blockIdx.x; t < passes; t += gridDim.x, s ^= 1) {
-    fetch(t + gridDim.x, s ^ 1);
-    cp_async_wait<1>();
+  _Pragma("unroll") for (int i = 0; i < S - 1; ++i) fetch(blockIdx.x + i * (i64)gridDim.x, i);
+  int s = 0, par = 0;
+  for (i64 t = blockIdx.x; t < passes; t += gridDim.x, s = s + 1 == S ? 0 : s + 1, par ^= 1) {
+    // Into the stage the previous pass used (this thread's own slots, read back already).
+    fetch(t + (S - 1) * (i64)gridDim.x, s == 0 ? S - 1 : s - 1);
+    cp_async_wait<S - 1>();
     const i64 r = t * per + g;
     const bool live = r < rows;
     // The packs stay in shared memory, read again by each pass over them (the registers hold
@@ -253,10 +256,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     if (OPK == 0) {
       sum = warp_sum(sum);
       if (wr > 1) {
-        if (lane == 0) red[s][0][warp] = sum;
+        if (lane == 0) red[par][0][warp] = sum;
         __syncthreads();
         sum = 0;
-        for (int i = 0; i < wr; ++i) sum += red[s][0][g * wr + i];
+        for (int i = 0; i < wr; ++i) sum += red[par][0][g * wr + i];
       }
       mean = sum / (C)len;
     }
@@ -270,10 +273,10 @@ template <int OPK> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64
     }
     q2 = warp_sum(q2);
     if (wr > 1) {
-      if (lane == 0) red[s][1][warp] = q2;
+      if (lane == 0) red[par][1][warp] = q2;
       __syncthreads();
       q2 = 0;
-      for (int i = 0; i < wr; ++i) q2 += red[s][1][g * wr + i];
+      for (int i = 0; i < wr; ++i) q2 += red[par][1][g * wr + i];
     }
     const C rstd = RSQRT(q2 / (C)len + (C)eps), shift = -mean * rstd;
     if (live) {
@@ -323,7 +326,12 @@ extern "C" __global__ void __launch_bounds__(1024) NAME##_block_8(NORM_ARGS) { n
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_1(NORM_ARGS) { norm_block<1, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_2(NORM_ARGS) { norm_block<2, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_4(NORM_ARGS) { norm_block<4, OPK, 1>(NORM_PASS); } \
-extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { norm_tile<OPK>(px, po, pw, pb, rows, len, L, eps, wr); } \
+extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
+  __shared__ __align__(16) Pack stages[2][NT_PK * 256]; \
+  norm_tile<OPK, 2>(px, po, pw, pb, rows, len, L, eps, wr, stages); } \
+extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile3(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
+  extern __shared__ __align__(16) unsigned char norm_stages[]; \
+  norm_tile<OPK, 3>(px, po, pw, pb, rows, len, L, eps, wr, (Pack (*)[NT_PK * 256])norm_stages); } \
 extern "C" __global__ void NAME##_rows(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, i64 sx, i64 so, Lay L, double eps, i64 sw, i64 sb, int vec) { norm_rows<OPK>(px, po, pw, pb, rows, len, sx, so, L, eps, sw, sb, vec); }
 NORM_VARIANTS(layer_norm, 0)
 NORM_VARIANTS(rms_norm, 1)

@@ -5,7 +5,7 @@
 
 use super::softmax::{row_alignment, rows_of};
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
-use crate::driver::{function, has_clusters, launch};
+use crate::driver::{function, has_clusters, launch, launch_shared};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Op, OpCall};
@@ -34,18 +34,24 @@ pub enum Kind {
     Packed,
     /// `(x, out, w, b, rows, len, sx, so, L, eps, sw, sb, vec)`.
     Rows,
-    /// `norm_tile`: `(x, out, w, b, rows, len, L, eps, wr)`, wr warps a row.
-    Tile(i32),
+    /// `norm_tile`: `(x, out, w, b, rows, len, L, eps, wr)`, wr warps a row, and the bytes of
+    /// dynamic shared memory (`norm_tile3`: three stages; 0 for the two static ones).
+    Tile(i32, u32),
 }
 
-/// The tile variants' kernels.
-fn tile_name(op: Op) -> &'static str {
-    match op {
-        Op::LayerNorm => "layer_norm_tile",
-        Op::RmsNorm => "rms_norm_tile",
-        op => unreachable!("{op} is not a normalization"),
+/// The tile variants' kernels: two stages (static shared memory) or three (`tile3`).
+fn tile_name(op: Op, stages: i64) -> &'static str {
+    match (op, stages) {
+        (Op::LayerNorm, 3) => "layer_norm_tile3",
+        (Op::RmsNorm, 3) => "rms_norm_tile3",
+        (Op::LayerNorm, _) => "layer_norm_tile",
+        (Op::RmsNorm, _) => "rms_norm_tile",
+        (op, _) => unreachable!("{op} is not a normalization"),
     }
 }
+
+/// Bytes of a tile stage: 4 packs of 16 bytes for each of 256 threads (`NT_PK` in the source).
+const TILE_STAGE: u32 = 4 * 256 * 16;
 
 fn names(op: Op) -> [&'static str; 11] {
     macro_rules! n {
@@ -93,7 +99,12 @@ fn cluster_names(op: Op) -> [(i64, &'static str); 3] {
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
     v.extend(names(Op::RmsNorm));
-    v.extend([tile_name(Op::LayerNorm), tile_name(Op::RmsNorm)]);
+    for stages in [2, 3] {
+        v.extend([
+            tile_name(Op::LayerNorm, stages),
+            tile_name(Op::RmsNorm, stages),
+        ]);
+    }
     for op in [Op::LayerNorm, Op::RmsNorm] {
         v.extend(cluster_names(op).map(|c| c.1));
     }
@@ -117,15 +128,23 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
         let per = 8 / wr;
         let passes = (rows as i64).cdiv(per) as u64;
         let grid = passes.min((sms * tuned.get("tile_blocks_per_sm", 2).max(1)) as u64);
+        // `tile_stages` 3 (a candidate): the next two passes in flight, in dynamic shared memory.
+        let stages = if tuned.get("tile_stages", 2) >= 3 {
+            3
+        } else {
+            2
+        };
         let why = format!(
             "rows of {len} = {nv} aligned packs: {wr} warp{} a row, {per} row{} a pass, the next \
-             pass prefetched into shared memory (tile)",
+             {} prefetched into shared memory (tile, {stages} stages)",
             if wr == 1 { "" } else { "s" },
-            if per == 1 { "" } else { "s" }
+            if per == 1 { "" } else { "s" },
+            if stages == 3 { "two passes" } else { "pass" }
         );
+        let shared = if stages == 3 { 3 * TILE_STAGE } else { 0 };
         return (
-            Kind::Tile(wr as i32),
-            Launch::new(tile_name(op), grid, 256),
+            Kind::Tile(wr as i32, shared),
+            Launch::new(tile_name(op, stages), grid, 256),
             why,
         );
     }
@@ -260,7 +279,7 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
     let v = dt(call)?.vec as i64;
     let mut vec = (sx == 1 && so == 1 && row_alignment(x, o, axis, v, true)) as i32;
     let f = function(call.device, call.dtype, Family::Norm, l.kernel)?;
-    if let Kind::Tile(wr) = kind {
+    if let Kind::Tile(wr, shared) = kind {
         let mut wr = wr;
         let mut args = [
             arg(&mut px),
@@ -274,8 +293,9 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
             arg(&mut wr),
         ];
         // SAFETY: the arguments match `norm_tile` (`cu/norm.cuh`); the plan checked that the
-        // rows are aligned whole packs of at most 1024 and weight and bias packs (or absent).
-        return unsafe { launch(f, l.grid, l.block, stream(call), &mut args) };
+        // rows are aligned whole packs of at most 1024 and weight and bias packs (or absent);
+        // `shared` is the three stages `norm_tile3` takes (0 for the static two).
+        return unsafe { launch_shared(f, l.grid, l.block, shared, stream(call), &mut args) };
     }
     let mut args: Vec<*mut c_void> = vec![
         arg(&mut px),

@@ -64,7 +64,7 @@ fn norm_tile_only_where_a_config_sets_it() {
         assert_ne!(l.kernel, "layer_norm_tile", "{len}: {kind:?}");
         assert!(matches!(
             norm_plan(&builtin, 65536, len, 2, true).0,
-            norm::Kind::Tile(_)
+            norm::Kind::Tile(..)
         ));
         let (kind, l) = norm_plan(&builtin, 32768, len, 4, true);
         assert_ne!(l.kernel, "layer_norm_tile", "float32 {len}: {kind:?}");
@@ -76,7 +76,7 @@ fn norm_tile_only_where_a_config_sets_it() {
     // persistent grid of 2 blocks an SM (fewer when there are fewer passes).
     for (len, wr) in [(1024, 1), (4096, 4), (8192, 8)] {
         let (kind, l) = norm_plan(&t, 65536, len, 2, true);
-        assert_eq!(kind, norm::Kind::Tile(wr), "{len}");
+        assert_eq!(kind, norm::Kind::Tile(wr, 0), "{len}");
         assert_eq!(
             (l.kernel, l.block, l.grid.0),
             ("layer_norm_tile", 256, 2 * 132)
@@ -87,8 +87,8 @@ fn norm_tile_only_where_a_config_sets_it() {
     let (_, l) = norm_plan(&t, 24, 1024, 2, true);
     assert_eq!(l.grid.0, 3, "8 rows a pass");
     // float32 rows of 4096 (1024 packs) fit; rows of 512 bfloat16 (64 packs) are the shortest.
-    assert_eq!(norm_plan(&t, 4096, 4096, 4, true).0, norm::Kind::Tile(8));
-    assert_eq!(norm_plan(&t, 4096, 512, 2, true).0, norm::Kind::Tile(1));
+    assert_eq!(norm_plan(&t, 4096, 4096, 4, true).0, norm::Kind::Tile(8, 0));
+    assert_eq!(norm_plan(&t, 4096, 512, 2, true).0, norm::Kind::Tile(1, 0));
     // Not for rows too short or too long, odd lengths, or weight and bias not as packs.
     for (len, itemsize, wvec) in [
         (256, 2, true),
@@ -98,7 +98,7 @@ fn norm_tile_only_where_a_config_sets_it() {
     ] {
         let (kind, l) = norm_plan(&t, 4096, len, itemsize, wvec);
         assert!(
-            !matches!(kind, norm::Kind::Tile(_)),
+            !matches!(kind, norm::Kind::Tile(..)),
             "{len} {itemsize} {wvec}: {}",
             l.kernel
         );
@@ -356,4 +356,24 @@ fn softmax_lane_grids_capped_only_where_a_config_sets_it() {
         );
         assert!(p.why.contains("grid at most 1056 blocks"), "{}", p.why);
     }
+}
+
+#[test]
+fn norm_tile_stages_where_a_config_sets_them() {
+    let three = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1, "tile_stages": 3 } ] }"#,
+    ));
+    // Three stages of 16 KiB in dynamic shared memory (more than the 48 KiB a launch gets
+    // without asking, with the static sums).
+    for (len, wr) in [(1024, 1), (4096, 4), (8192, 8)] {
+        let (kind, l) = norm_plan(&three, 65536, len, 2, true);
+        assert_eq!(kind, norm::Kind::Tile(wr, 3 * 16384), "{len}");
+        assert_eq!((l.kernel, l.block), ("layer_norm_tile3", 256));
+    }
+    let builtin = table(None);
+    let (kind, l) = norm_plan(&builtin, 65536, 4096, 2, true);
+    assert_eq!(
+        (kind, l.kernel),
+        (norm::Kind::Tile(4, 0), "layer_norm_tile")
+    );
 }
