@@ -83,8 +83,9 @@ local_frames() {
     done
 }
 
-# A module with one deliberate error: a type error, a syntax error, and a call that exists on no
-# architecture before sm_80's path; each must fail the check with the compiler's message.
+# A module with one deliberate error: a type error, a syntax error, a call that exists on no
+# architecture before sm_80's path, and a struct unlike the host's; each must fail the check
+# with the compiler's message.
 self_test() {
     local dir="$OUT/self-test" base="$1" name want
     rm -rf "$dir"
@@ -100,11 +101,14 @@ self_test() {
   ((T*)p)[0] = st(undeclared_before_sm80(1.0f));
 #endif
 }' >"$dir/old_arch.cu"
-    for name in type syntax old_arch; do
+    # A kernel struct whose last field the host's side lacks: the layout assertions fail it.
+    sed 's/ int rounds; };/ };/' "$base" | grep -v 'L\.rounds' >"$dir/layout.cu"
+    for name in type syntax old_arch layout; do
         case $name in
             type) want="no viable conversion|cannot initialize" ;;
             syntax) want="expected ';'" ;;
             old_arch) want="use of undeclared identifier 'undeclared_before_sm80'" ;;
+            layout) want="struct Lay32: not the host's layout" ;;
         esac
         if check_files "$dir/$name.cu" 2>"$dir/$name.err"; then
             echo "cuda-check self-test: the broken module '$name' was not reported" >&2

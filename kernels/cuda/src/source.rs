@@ -208,12 +208,13 @@ pub fn module_source(dt: &Dt, family: Family) -> String {
         _ => String::new(),
     };
     format!(
-        "{}\n{}#define VEC {}\n{arith}{red}{}\n{}",
+        "{}\n{}#define VEC {}\n{arith}{red}{}\n{}\n{}",
         include_str!("cu/common.cuh"),
         prelude(dt),
         dt.vec,
         include_str!("cu/packs.cuh"),
-        family.body()
+        family.body(),
+        crate::ops::layout_asserts(family)
     )
 }
 
@@ -233,5 +234,23 @@ mod tests {
             }
         }
         assert!(dt_of(DataType::int(8)).is_none());
+    }
+
+    #[test]
+    fn modules_assert_the_host_layout_of_their_structs() {
+        let dt = dt_of(DataType::float(32)).unwrap();
+        let asserts = |f| {
+            module_source(&dt, f)
+                .lines()
+                .filter_map(|l| l.strip_prefix("static_assert(sizeof("))
+                .map(|l| l.split(')').next().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(asserts(Family::Elementwise), ["Lay", "Lay32", "Bc", "Tl"]);
+        assert_eq!(asserts(Family::Reduce(0)), ["Lay", "Lay32", "RLay"]);
+        assert_eq!(asserts(Family::Norm), ["Lay", "Lay32"]);
+        let src = module_source(&dt, Family::Elementwise);
+        let lay32 = std::mem::size_of::<crate::ops::Lay32>();
+        assert!(src.contains(&format!("sizeof(Lay32) == {lay32} && alignof(Lay32) == 4")));
     }
 }

@@ -26,6 +26,48 @@ pub struct Lay {
     s: [[i64; MAX_DIMS]; 3],
 }
 
+/// A `static_assert` that the kernels' `struct NAME` has the host's size and alignment (NVRTC
+/// has no constant `offsetof`). Appended to the modules' source, so that a field added or
+/// removed on one side only fails the compile (NVRTC, or clang's offline check) instead of a
+/// launch reading its arguments wrong.
+pub(crate) fn layout_assert(name: &str, size: usize, align: usize) -> String {
+    format!(
+        "static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \
+         \"struct {name}: not the host's layout\");\n"
+    )
+}
+
+/// The layout assertions of the structs a module of `family` takes by value (`layout_assert`).
+pub(crate) fn layout_asserts(family: crate::source::Family) -> String {
+    use crate::source::Family;
+    use std::mem::{align_of, size_of};
+    let mut out = layout_assert("Lay", size_of::<Lay>(), align_of::<Lay>());
+    out += &layout_assert("Lay32", size_of::<Lay32>(), align_of::<Lay32>());
+    match family {
+        Family::Elementwise => {
+            out += &layout_assert(
+                "Bc",
+                size_of::<elementwise::Bc>(),
+                align_of::<elementwise::Bc>(),
+            );
+            out += &layout_assert(
+                "Tl",
+                size_of::<elementwise::Tl>(),
+                align_of::<elementwise::Tl>(),
+            );
+        }
+        Family::Reduce(_) => {
+            out += &layout_assert(
+                "RLay",
+                size_of::<reduce::RLay>(),
+                align_of::<reduce::RLay>(),
+            )
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Collapses `shape` over the operands' strides: dims of size 1 dropped, dims merged where
 /// every operand is contiguous across them.
 pub fn collapse(shape: &[i64], strides: &[&[i64]]) -> Vec<(i64, [i64; 3])> {
