@@ -164,21 +164,27 @@ template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 
 // transposed operand in the output's order touches a sector for every element.
 struct Tl { i64 R, C; i64 sr[3], sc[3]; int via[2]; };
 
-__device__ __forceinline__ void tile_load(const T* p, i64 sr, i64 sc, int via, const Tl& L, i64 r0, i64 c0, T (*sh)[33], C v[4]) {
+// This thread's four elements of the tile from p, as stored: an operand read `via` shared memory
+// a column of the tile at a time (its rows fastest), the others by rows; 0 outside the tensor.
+// Every operand's loads are issued before any barrier (tile_pass), so a thread keeps them all in
+// flight at once.
+__device__ __forceinline__ void tile_fetch(const T* p, i64 sr, i64 sc, int via, const Tl& L, i64 r0, i64 c0, T raw[4]) {
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  if (via) {
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) {
-      const i64 r = r0 + tx, c = c0 + ty + 8 * i;
-      if (r < L.R && c < L.C) sh[ty + 8 * i][tx] = p[r * sr + c * sc];
-    }
-    __syncthreads();
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) v[i] = ld(sh[tx][ty + 8 * i]);
-  } else {
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) {
-      const i64 r = r0 + ty + 8 * i, c = c0 + tx;
-      v[i] = (r < L.R && c < L.C) ? ld(p[r * sr + c * sc]) : (C)0;
-    }
+  _Pragma("unroll") for (int i = 0; i < 4; ++i) {
+    const i64 r = via ? r0 + tx : r0 + ty + 8 * i, c = via ? c0 + ty + 8 * i : c0 + tx;
+    raw[i] = (r < L.R && c < L.C) ? p[r * sr + c * sc] : (T)0;
   }
+}
+
+// A fetched operand read `via` shared memory: into it (tile_put), and after the block's barrier
+// out of it by rows (tile_get); the others as fetched.
+__device__ __forceinline__ void tile_put(int via, T (*sh)[33], const T raw[4]) {
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  if (via) { _Pragma("unroll") for (int i = 0; i < 4; ++i) sh[ty + 8 * i][tx] = raw[i]; }
+}
+__device__ __forceinline__ void tile_get(int via, T (*sh)[33], const T raw[4], C v[4]) {
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  _Pragma("unroll") for (int i = 0; i < 4; ++i) v[i] = ld(via ? sh[tx][ty + 8 * i] : raw[i]);
 }
 
 // The output of this thread's four elements; the tile's shared memory is free again after.
@@ -200,9 +206,15 @@ __device__ __forceinline__ void tile_store(T* o, const Tl& L, i64 r0, i64 c0, co
 template <class F> __device__ __forceinline__ void binary_tiled(u64 pa, u64 pb, u64 po, const Tl& L, F f) {
   __shared__ T sa[32][33], sb[32][33];
   TILE_WALK(r0, c0) {
+    T ra[4], rb[4];
     C x[4], y[4], z[4];
-    tile_load((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, sa, x);
-    tile_load((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, r0, c0, sb, y);
+    tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
+    tile_fetch((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, r0, c0, rb);
+    tile_put(L.via[0], sa, ra);
+    tile_put(L.via[1], sb, rb);
+    __syncthreads();
+    tile_get(L.via[0], sa, ra, x);
+    tile_get(L.via[1], sb, rb, y);
     _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i], y[i]);
     tile_store((T*)po, L, r0, c0, z);
   }
@@ -211,8 +223,12 @@ template <class F> __device__ __forceinline__ void binary_tiled(u64 pa, u64 pb, 
 template <class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, const Tl& L, F f) {
   __shared__ T sa[32][33];
   TILE_WALK(r0, c0) {
+    T ra[4];
     C x[4], z[4];
-    tile_load((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, sa, x);
+    tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
+    tile_put(L.via[0], sa, ra);
+    __syncthreads();
+    tile_get(L.via[0], sa, ra, x);
     _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i]);
     tile_store((T*)po, L, r0, c0, z);
   }
