@@ -21,6 +21,7 @@ TUNE = os.path.join(ROOT, "kernels", "tune", "cuda")
 # order of interest (a run short of time leaves the last out).
 SOFTMAX = json.load(open(os.path.join(TUNE, "sm_90.json")))["softmax"]
 REDUCE = json.load(open(os.path.join(TUNE, "default.json")))["reduce"][0]
+REDUCE_90 = json.load(open(os.path.join(TUNE, "sm_90.json")))["reduce"][0]
 
 
 def softmax_with(**params):
@@ -69,7 +70,10 @@ VARIANTS = {
     # argmax of 16-bit rows by one unsigned key an element (argmax_rows_key8), and by a running
     # maximum a lane on words, searched only where a step's maximum beats it (argmax_rows_run8).
     "argmax-key": ("reductions", "reduce", [dict(REDUCE, argmax_key=1)]),
-    "argmax-run": ("reductions", "reduce", [dict(REDUCE, argmax_key=2)]),
+    "argmax-run": ("reductions", "reduce", [dict(REDUCE_90, argmax_key=2)]),
+    # Chunked reductions (a full sum, few long rows) in one launch: the last block to finish a
+    # chunk of an output combines the output's chunks (single_pass), no combine kernel.
+    "reduce-single-pass": ("reductions", "reduce", [dict(REDUCE_90, single_pass=1)]),
     # Rows staged whole in shared memory (softmax_smem): never (the register, online and split
     # variants, as before it), with 1024 threads a row instead of 512, and from 4096 elements
     # on instead of 16384.

@@ -5,7 +5,8 @@
 // elements strided (neighbouring outputs are neighbours in memory), VEC outputs a thread from
 // 16-byte loads where the layout allows (with 8 threads a pack of outputs, merged in shared
 // memory, where there are at least 32 such packs). Long reductions split into
-// chunks whose partial results (Acc) a second kernel combines.
+// chunks whose partial results (Acc) a second kernel combines (or, for a block per chunk where
+// the tuning asks, the last block of an output).
 
 struct RLay { int nk; int nr; i64 kshape[MAXD]; i64 kx[MAXD]; i64 ko[MAXD]; i64 rshape[MAXD]; i64 rx[MAXD]; };
 
@@ -157,6 +158,54 @@ template <int R> __device__ __forceinline__ void finish(u64 po, u64 ppart, i64 w
   ((PAcc*)ppart)[w] = p;
 }
 
+// A partial written by another block of this kernel: read from L2 (`cg`), where this SM's L1
+// could hold nothing older, but the load must not be served from it either way.
+__device__ __forceinline__ PAcc load_part(const PAcc* p, bool cg) {
+  if (!cg) return *p;
+  PAcc r;
+  asm volatile("ld.global.cg.f64 %0, [%1];" : "=d"(r.v) : "l"(&p->v) : "memory");
+  asm volatile("ld.global.cg.s64 %0, [%1];" : "=l"(r.i) : "l"(&p->i) : "memory");
+  return r;
+}
+
+// Output o from its chunks' partials, (o, c) at o * so + c * sc: one warp (every lane calls it;
+// `live` false for a lane of a warp past the last output), lane 0 storing the result.
+template <int R> __device__ __forceinline__ void combine_one(u64 ppart, u64 po, const RLay& L, i64 o, bool live, i64 chunks, i64 so, i64 sc, i64 count, bool cg) {
+  const int lane = threadIdx.x & 31;
+  // Sums merge in double here: the partials are few, and long reductions keep their digits.
+  const double inf = __longlong_as_double(0x7ff0000000000000LL);
+  double v = (R == 2 || R == 4) ? -inf : (R == 3 ? inf : 0.0);
+  i64 i = 0x7fffffffffffffffLL;
+  if (live) {
+    for (i64 c = lane; c < chunks; c += 32) {
+      PAcc p = load_part((const PAcc*)ppart + o * so + c * sc, cg);
+      if (R <= 1) v += p.v;
+      else {
+        bool an = v != v, bn = p.v != p.v;
+        bool better = R == 2 ? (bn || p.v > v) : R == 3 ? (bn || p.v < v)
+            : (bn && !an) || (!an && !bn && p.v > v) || ((bn == an) && (p.v == v || bn) && p.i < i);
+        if (better && !(R <= 3 && an)) { v = p.v; i = p.i; }
+      }
+    }
+  }
+  for (int s = 16; s > 0; s >>= 1) {
+    double v2 = __shfl_xor_sync(0xffffffffu, v, s);
+    i64 i2 = __shfl_xor_sync(0xffffffffu, i, s);
+    if (R <= 1) v += v2;
+    else {
+      bool an = v != v, bn = v2 != v2;
+      bool better = R == 2 ? (bn || v2 > v) : R == 3 ? (bn || v2 < v)
+          : (bn && !an) || (!an && !bn && v2 > v) || ((bn == an) && (v2 == v || bn) && i2 < i);
+      if (better && !(R <= 3 && an)) { v = v2; i = i2; }
+    }
+  }
+  if (live && lane == 0) {
+    i64 ox, oo; kept_offsets(L, o, ox, oo);
+    if (R == 4) ((i64*)po)[oo] = i;
+    else ((T*)po)[oo] = st((C)(R == 1 ? v / (double)count : v));
+  }
+}
+
 // Rows walk, G lanes (a power of two up to 32) per work item.
 template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) {
   const int lane = threadIdx.x & (G - 1);
@@ -170,13 +219,29 @@ template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u6
   }
 }
 
-// Rows walk, a block per work item.
-template <int R> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) {
+// Rows walk, a block per work item. `flags`: 1, the run may be read in packs; 2 (chunked runs),
+// the last block to finish a chunk of an output combines the output's chunks itself (one kernel,
+// where otherwise a second one does): each block counts its finished chunk in the output's
+// counter, a u32 after the partials that the host zeroes, once its partial is visible to every
+// block (the fence), and the block that counts the last chunk reads the partials from L2.
+template <int R> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
+  __shared__ int last;
   for (i64 w = blockIdx.x; w < items; w += gridDim.x) {
     i64 oo = 0;
-    Acc a = fold_item<R>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, vec, oo);
+    Acc a = fold_item<R>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, flags & 1, oo);
     a = acc_block<R>(a);
     if (threadIdx.x == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
+    if (chunks > 1 && (flags & 2)) {
+      const i64 o = w / chunks;
+      if (threadIdx.x == 0) {
+        // The partial visible to every block (membar.gl), then counted (one atomic add).
+        u32* counts = (u32*)(ppart + (u64)items * sizeof(PAcc)), seen;
+        asm volatile("membar.gl;\n\tatom.global.add.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counts + o) : "memory");
+        last = seen == (u32)(chunks - 1);
+      }
+      __syncthreads();
+      if (last && threadIdx.x < 32) combine_one<R>(ppart, po, L, o, true, chunks, chunks, 1, count, true);
+    }
     __syncthreads();
   }
 }
@@ -289,49 +354,16 @@ template <int R> __device__ __forceinline__ void reduce_cols_tile(u64 px, u64 po
 
 // Combines the chunks of each output: a warp per output; partial (o, c) at o * so + c * sc.
 template <int R> __device__ __forceinline__ void reduce_combine(u64 ppart, u64 po, const RLay& L, i64 nout, i64 chunks, i64 so, i64 sc, i64 count) {
-  const int lane = threadIdx.x & 31;
   const i64 warps = (i64)gridDim.x * (blockDim.x >> 5);
-  for (i64 o = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); o - (threadIdx.x >> 5) < nout; o += warps) {
-    // Sums merge in double here: the partials are few, and long reductions keep their digits.
-    const double inf = __longlong_as_double(0x7ff0000000000000LL);
-    double v = (R == 2 || R == 4) ? -inf : (R == 3 ? inf : 0.0);
-    i64 i = 0x7fffffffffffffffLL;
-    if (o < nout) {
-      for (i64 c = lane; c < chunks; c += 32) {
-        PAcc p = ((const PAcc*)ppart)[o * so + c * sc];
-        if (R <= 1) v += p.v;
-        else {
-          bool an = v != v, bn = p.v != p.v;
-          bool better = R == 2 ? (bn || p.v > v) : R == 3 ? (bn || p.v < v)
-              : (bn && !an) || (!an && !bn && p.v > v) || ((bn == an) && (p.v == v || bn) && p.i < i);
-          if (better && !(R <= 3 && an)) { v = p.v; i = p.i; }
-        }
-      }
-    }
-    for (int s = 16; s > 0; s >>= 1) {
-      double v2 = __shfl_xor_sync(0xffffffffu, v, s);
-      i64 i2 = __shfl_xor_sync(0xffffffffu, i, s);
-      if (R <= 1) v += v2;
-      else {
-        bool an = v != v, bn = v2 != v2;
-        bool better = R == 2 ? (bn || v2 > v) : R == 3 ? (bn || v2 < v)
-            : (bn && !an) || (!an && !bn && v2 > v) || ((bn == an) && (v2 == v || bn) && i2 < i);
-        if (better && !(R <= 3 && an)) { v = v2; i = i2; }
-      }
-    }
-    if (o < nout && lane == 0) {
-      i64 ox, oo; kept_offsets(L, o, ox, oo);
-      if (R == 4) ((i64*)po)[oo] = i;
-      else ((T*)po)[oo] = st((C)(R == 1 ? v / (double)count : v));
-    }
-  }
+  for (i64 o = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); o - (threadIdx.x >> 5) < nout; o += warps)
+    combine_one<R>(ppart, po, L, o, o < nout, chunks, so, sc, count, false);
 }
 
 #define REDUCE_OP(NAME, R) \
 extern "C" __global__ void NAME##_rows_1(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 1>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_4(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 4>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 32>(px, po, pp, L, items, chunks, chunk, count, vec); } \
-extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, vec); } \
+extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, flags); } \
 extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_cols_tile(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_tile<R>(px, po, pp, L, nout, chunks, chunk, count); } \

@@ -58,8 +58,11 @@ pub struct Class {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub main: Launch,
-    /// Set when the reduction is split into chunks.
+    /// Set when the reduction is split into chunks combined by a second kernel.
     pub combine: Option<Launch>,
+    /// Chunks combined by the last block of each output instead (`single_pass`: one kernel; the
+    /// partials are followed by a zeroed u32 counter an output).
+    pub single_pass: bool,
     pub chunks: i64,
     pub chunk: i64,
     pub columns: bool,
@@ -151,6 +154,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         return Plan {
             main,
             combine: combine(chunks),
+            single_pass: false,
             chunks,
             chunk,
             columns: true,
@@ -204,6 +208,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         return Plan {
             main: Launch::new(kernel, (nout as u64).cdiv(8), 256),
             combine: None,
+            single_pass: false,
             chunks: 1,
             chunk: count,
             columns: false,
@@ -245,9 +250,13 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         1 => "one thread".to_owned(),
         l => format!("{l} lanes"),
     };
+    // A candidate (`single_pass`, 0 none): the last block to finish a chunk of an output
+    // combines the output's chunks, one launch where the combine kernel is a second.
+    let single_pass = chunks > 1 && tuned.get("single_pass", 0) != 0;
     Plan {
         main,
-        combine: combine(chunks),
+        combine: if single_pass { None } else { combine(chunks) },
+        single_pass,
         chunks,
         chunk,
         columns: false,
@@ -257,7 +266,12 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             if chunks > 1 {
                 format!(
                     "; too few outputs for {sms} SMs, so the run is split into {chunks} chunks \
-                     of {chunk} and combined"
+                     of {chunk} and combined{}",
+                    if single_pass {
+                        " by the last block of each output to finish its chunk"
+                    } else {
+                        ""
+                    }
                 )
             } else {
                 String::new()
@@ -366,13 +380,24 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     }
     let (mut l, c, p, _) = plan_call(call)?;
     let st = stream(call);
-    let scratch = match p.combine {
-        Some(_) => Some(Scratch::new(
-            c.nout as usize * p.chunks as usize * PACC,
-            st,
-        )?),
-        None => None,
+    let partials = c.nout as usize * p.chunks as usize * PACC;
+    // A u32 counter an output after the partials in one pass, zeroed in stream order.
+    let counters = if p.single_pass {
+        c.nout as usize * 4
+    } else {
+        0
     };
+    let scratch = match p.combine.is_some() || p.single_pass {
+        true => Some(Scratch::new(partials + counters, st)?),
+        false => None,
+    };
+    if let (Some(s), true) = (&scratch, p.single_pass) {
+        // SAFETY: the counters lie within the scratch just allocated on this stream.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(s.ptr + partials as u64, 0, counters, st)
+        }
+        .map_err(|e| crate::driver::err("cuMemsetD8Async", e))?;
+    }
     let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
     let mut pp = scratch.as_ref().map_or(0, |s| s.ptr);
     let (mut chunks, mut chunk, mut count) = (p.chunks, p.chunk, c.count);
@@ -380,7 +405,8 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     let f = function(call.device, call.dtype, family, p.main.kernel)?;
     let mut nout = c.nout;
     let mut items = c.nout * p.chunks;
-    let mut vec: i32 = 1;
+    // The rows kernels' flags: 1, packs where the run allows; 2, the last block combines.
+    let mut vec: i32 = if p.single_pass { 3 } else { 1 };
     let mut args: Vec<*mut c_void> = vec![arg(&mut px), arg(&mut po), arg(&mut pp), arg(&mut l)];
     if p.columns {
         args.push(arg(&mut nout));

@@ -377,3 +377,43 @@ fn norm_tile_stages_where_a_config_sets_them() {
         (norm::Kind::Tile(4, 0), "layer_norm_tile")
     );
 }
+
+#[test]
+fn single_pass_reductions_only_where_a_config_sets_it() {
+    let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| {
+        let view = TuneView::new(t, Some("sm_90"));
+        let vars = [("rows", nout), ("cols", count), ("sms", SMS)];
+        let tuned = Tuned::select(&view, "reduce", &vars).unwrap();
+        let c = reduce::Class {
+            nout,
+            count,
+            nr: 1,
+            rs: 1,
+            ks: (nout > 1).then_some(count),
+            col_pack: 1,
+            itemsize: 4,
+        };
+        reduce::plan(op, &c, SMS, &tuned)
+    };
+    let builtin = table(None);
+    let single = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "single_pass": 1 } ] }"#,
+    ));
+    // A full sum of 64M elements and 8 rows of 16M: chunked either way; one launch with the key.
+    for (op, nout, count) in [(Op::Sum, 1, 1 << 26), (Op::Argmax, 8, 1 << 24)] {
+        let two = plan(&builtin, op, nout, count);
+        assert!(
+            two.chunks > 1 && two.combine.is_some() && !two.single_pass,
+            "{two:?}"
+        );
+        let one = plan(&single, op, nout, count);
+        assert_eq!(
+            (one.main.kernel, one.chunks, one.combine, one.single_pass),
+            (two.main.kernel, two.chunks, None, true)
+        );
+        assert!(one.why.contains("by the last block"), "{}", one.why);
+    }
+    // Unchunked reductions are one launch already.
+    let p = plan(&single, Op::Sum, 65536, 4096);
+    assert_eq!((p.chunks, p.single_pass), (1, false));
+}
