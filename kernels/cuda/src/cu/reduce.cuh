@@ -400,40 +400,6 @@ __device__ __forceinline__ u32 argmax_key(T v, i64 i) {
   return (order << 16) | (u32)(0xffff - i);
 }
 
-template <int U> __device__ __forceinline__ void argmax_rows_key(u64 px, u64 po, const RLay& L, i64 items, i64 count) {
-  if (sizeof(T) != 2) { asm volatile("trap;"); return; }
-  const int lane = threadIdx.x & 31;
-  const i64 per = blockDim.x >> 5;
-  for (i64 w = (i64)blockIdx.x * per + (threadIdx.x >> 5); w < items; w += (i64)gridDim.x * per) {
-    i64 ox, oo; kept_offsets(L, w, ox, oo);
-    const T* x = (const T*)px + ox;
-    u32 best = 0;
-    const i64 head = peel(x, 0, count), np = (count - head) / VEC;
-    for (i64 k = lane; k < head; k += 32) best = umax32(best, argmax_key(x[k], k));
-    const Pack* pp = (const Pack*)(x + head);
-    i64 k = lane;
-    for (; k + (U - 1) * 32 < np; k += U * 32) {
-      Pack q[U];
-      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * 32];
-      _Pragma("unroll") for (int u = 0; u < U; ++u) {
-        const i64 i0 = head + (k + u * 32) * VEC;
-        _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q[u].v[j], i0 + j));
-      }
-    }
-    for (; k < np; k += 32) {
-      const Pack q = pp[k];
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q.v[j], head + k * VEC + j));
-    }
-    for (i64 t = head + np * VEC + lane; t < count; t += 32) best = umax32(best, argmax_key(x[t], t));
-#if __CUDA_ARCH__ >= 800
-    best = __reduce_max_sync(0xffffffffu, best);
-#else
-    for (int o = 16; o > 0; o >>= 1) best = umax32(best, __shfl_xor_sync(0xffffffffu, best, o));
-#endif
-    if (lane == 0) ((i64*)po)[oo] = 0xffff - (i64)(best & 0xffffu);
-  }
-}
-
 // argmax_rows_run8 (`argmax_key` 2): the same rows by a running maximum a lane instead of a key
 // an element. A step of U packs takes its maximum on words (vals_max: one max.NaN.bf16x2 for two
 // elements, exact), and only a step whose maximum beats the lane's (the first step, a greater
@@ -441,6 +407,7 @@ template <int U> __device__ __forceinline__ void argmax_rows_key(u64 px, u64 po,
 // for a NaN maximum). Within a lane indices grow, so a later equal maximum never replaces an
 // earlier one; the lanes' (maximum, first index) become keys as above for one redux.sync. Random
 // rows search a few steps of a row; ascending rows every step, at about the key kernel's cost.
+
 // One step of N packs in registers, pack u holding elements at + u * 32 VEC ...: the lane's
 // maximum m and its first index `first` (-1 before its first step).
 template <int N> __device__ __forceinline__ void argmax_run_step(const Pack* q, i64 at, C& m, i64& first) {
@@ -457,7 +424,10 @@ template <int N> __device__ __forceinline__ void argmax_run_step(const Pack* q, 
   m = sm;
 }
 
-template <int U> __device__ __forceinline__ void argmax_rows_run(u64 px, u64 po, const RLay& L, i64 items, i64 count) {
+// A warp a row; RUN false: a key an element (argmax_rows_key8), true: the running maximum of
+// the packs (argmax_rows_run8). Elements before the first 16-byte boundary and after the last
+// whole pack are keys either way.
+template <int U, bool RUN> __device__ __forceinline__ void argmax_rows(u64 px, u64 po, const RLay& L, i64 items, i64 count) {
   if (sizeof(T) != 2) { asm volatile("trap;"); return; }
   const int lane = threadIdx.x & 31;
   const i64 per = blockDim.x >> 5;
@@ -474,14 +444,25 @@ template <int U> __device__ __forceinline__ void argmax_rows_run(u64 px, u64 po,
     for (; k + (U - 1) * 32 < np; k += U * 32) {
       Pack q[U];
       _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * 32];
-      argmax_run_step<U>(q, head + k * VEC, m, first);
+      if constexpr (RUN) {
+        argmax_run_step<U>(q, head + k * VEC, m, first);
+      } else {
+        _Pragma("unroll") for (int u = 0; u < U; ++u) {
+          const i64 i0 = head + (k + u * 32) * VEC;
+          _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q[u].v[j], i0 + j));
+        }
+      }
     }
     for (; k < np; k += 32) {
       const Pack q = pp[k];
-      argmax_run_step<1>(&q, head + k * VEC, m, first);
+      if constexpr (RUN) {
+        argmax_run_step<1>(&q, head + k * VEC, m, first);
+      } else {
+        _Pragma("unroll") for (int j = 0; j < VEC; ++j) best = umax32(best, argmax_key(q.v[j], head + k * VEC + j));
+      }
     }
     for (i64 t = head + np * VEC + lane; t < count; t += 32) best = umax32(best, argmax_key(x[t], t));
-    if (first >= 0) best = umax32(best, argmax_key(st(m), first));
+    if (RUN && first >= 0) best = umax32(best, argmax_key(st(m), first));
 #if __CUDA_ARCH__ >= 800
     best = __reduce_max_sync(0xffffffffu, best);
 #else
@@ -491,6 +472,6 @@ template <int U> __device__ __forceinline__ void argmax_rows_run(u64 px, u64 po,
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) argmax_rows_run8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows_run<8>(px, po, L, items, count); }
-extern "C" __global__ void __launch_bounds__(256) argmax_rows_key8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows_key<8>(px, po, L, items, count); }
+extern "C" __global__ void __launch_bounds__(256) argmax_rows_run8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows<8, true>(px, po, L, items, count); }
+extern "C" __global__ void __launch_bounds__(256) argmax_rows_key8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { argmax_rows<8, false>(px, po, L, items, count); }
 #endif

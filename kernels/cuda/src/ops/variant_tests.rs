@@ -111,6 +111,11 @@ fn norm_tile_only_where_a_config_sets_it() {
 }
 
 fn argmax_plan(t: &TuneTable, nout: i64, count: i64, rs: i64, itemsize: i64) -> reduce::Plan {
+    rows_plan(t, Op::Argmax, nout, count, rs, itemsize)
+}
+
+/// The plan of `op` over `nout` runs of `count` elements (stride `rs`) under the sm_90 layer.
+fn rows_plan(t: &TuneTable, op: Op, nout: i64, count: i64, rs: i64, itemsize: i64) -> reduce::Plan {
     let view = TuneView::new(t, Some("sm_90"));
     let vars = [("rows", nout), ("cols", count), ("sms", SMS)];
     let tuned = Tuned::select(&view, "reduce", &vars).unwrap();
@@ -123,7 +128,7 @@ fn argmax_plan(t: &TuneTable, nout: i64, count: i64, rs: i64, itemsize: i64) -> 
         col_pack: 1,
         itemsize,
     };
-    reduce::plan(Op::Argmax, &c, SMS, &tuned)
+    reduce::plan(op, &c, SMS, &tuned)
 }
 
 #[test]
@@ -158,29 +163,7 @@ fn argmax_keys_only_where_a_config_sets_them() {
         ),
         (reduce::ARGMAX_KEY, 8192, 256, 1, None)
     );
-    // Rows up to 65536 elements, whatever group_max says: the key holds a 16-bit index.
-    assert_eq!(
-        argmax_plan(&t, 4096, 65536, 1, 2).main.kernel,
-        reduce::ARGMAX_KEY
-    );
-    assert_ne!(
-        argmax_plan(&t, 4096, 65537, 1, 2).main.kernel,
-        reduce::ARGMAX_KEY
-    );
-    // Not for float32, strided runs, or too few rows for a warp each on every SM.
-    assert_ne!(
-        argmax_plan(&t, 65536, 4096, 1, 4).main.kernel,
-        reduce::ARGMAX_KEY
-    );
-    assert_ne!(
-        argmax_plan(&t, 65536, 4096, 2, 2).main.kernel,
-        reduce::ARGMAX_KEY
-    );
-    assert_ne!(
-        argmax_plan(&t, 8 * SMS - 1, 4096, 1, 2).main.kernel,
-        reduce::ARGMAX_KEY
-    );
-    // argmax_key 2: the running maximum a lane, on the same rows only.
+    // argmax_key 2: the running maximum a lane, on the same rows.
     let run = table(Some(
         r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "argmax_key": 2 } ] }"#,
     ));
@@ -190,14 +173,21 @@ fn argmax_keys_only_where_a_config_sets_them() {
         (reduce::ARGMAX_RUN, 8192, 1)
     );
     assert!(p.why.contains("running maximum"), "{}", p.why);
-    assert_ne!(
-        argmax_plan(&run, 65536, 4096, 1, 4).main.kernel,
-        reduce::ARGMAX_RUN
-    );
-    assert_ne!(
-        argmax_plan(&run, 4096, 65537, 1, 2).main.kernel,
-        reduce::ARGMAX_RUN
-    );
+    for (t, kernel) in [(&t, reduce::ARGMAX_KEY), (&run, reduce::ARGMAX_RUN)] {
+        // Rows up to 65536 elements, whatever group_max says: the key holds a 16-bit index.
+        assert_eq!(argmax_plan(t, 4096, 65536, 1, 2).main.kernel, kernel);
+        // Not for longer rows, float32, strided runs, or too few rows for a warp each on every
+        // SM.
+        for (nout, count, rs, itemsize) in [
+            (4096, 65537, 1, 2),
+            (65536, 4096, 1, 4),
+            (65536, 4096, 2, 2),
+            (8 * SMS - 1, 4096, 1, 2),
+        ] {
+            let p = argmax_plan(t, nout, count, rs, itemsize);
+            assert_ne!(p.main.kernel, kernel, "{nout} x {count} ({rs}, {itemsize})");
+        }
+    }
     // The kernels are in the argmax module only.
     let dt = dt_of(DataType::bfloat16()).unwrap();
     for k in [reduce::ARGMAX_KEY, reduce::ARGMAX_RUN] {
@@ -380,21 +370,7 @@ fn norm_tile_stages_where_a_config_sets_them() {
 
 #[test]
 fn single_pass_reductions_only_where_a_config_sets_it() {
-    let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| {
-        let view = TuneView::new(t, Some("sm_90"));
-        let vars = [("rows", nout), ("cols", count), ("sms", SMS)];
-        let tuned = Tuned::select(&view, "reduce", &vars).unwrap();
-        let c = reduce::Class {
-            nout,
-            count,
-            nr: 1,
-            rs: 1,
-            ks: (nout > 1).then_some(count),
-            col_pack: 1,
-            itemsize: 4,
-        };
-        reduce::plan(op, &c, SMS, &tuned)
-    };
+    let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| rows_plan(t, op, nout, count, 1, 4);
     let builtin = table(None);
     let single = table(Some(
         r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "single_pass": 1 } ] }"#,
