@@ -147,6 +147,9 @@ def test_reductions_on_any_axes(dtype):
     lo = 1e-3 if dtype == torch.float16 else 0.5
     v = rand((1 << 22,), dtype, lo, 3 * lo, offset=1, seed=7)
     check(K.sum(v), v.double().sum(), dtype, "sum 4M")
+    # Chunked too: the combine divides the mean once, and keeps the maximum's NaN rules.
+    check(K.mean(v), v.double().mean(), dtype, "mean 4M")
+    check(K.max(v), v.double().max(), dtype, "max 4M")
     r = rand((3, 300_007), dtype, -3, 3, seed=8)
     assert torch.equal(T(K.argmax(r, -1)), r.double().argmax(-1)), "argmax long rows"
     cl = rand((100_003, 7), dtype, 0.5, 1.5, seed=9)
