@@ -177,8 +177,7 @@ fn matmul_inner(call: &OpCall<'_>) -> Result<()> {
         // Nothing to sum: zeros (all-zero bits are 0 in every float type).
         let bytes = (o.numel() as usize) * esize;
         // SAFETY: the target is compact here (checked above) and `bytes` long.
-        unsafe { cudarc::driver::result::memset_d8_async(opc.ptr, 0, bytes, stream) }
-            .map_err(|e| driver::err("cuMemsetD8Async", e))?;
+        unsafe { driver::zero_async(opc.ptr, bytes, stream) }?;
     } else {
         gemm(call, &opa, &opb, &opc, m, n, k, batch)?;
     }

@@ -405,9 +405,19 @@ fn allow_shared(f: sys::CUfunction, shared: u32) -> Result<()> {
     Ok(())
 }
 
+/// Zeroes `bytes` bytes at `ptr` in stream order.
+///
+/// # Safety
+/// `ptr` .. `ptr + bytes` is device memory that the work on `stream` may write.
+pub unsafe fn zero_async(ptr: u64, bytes: usize, stream: sys::CUstream) -> Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { result::memset_d8_async(ptr, 0, bytes, stream) }.map_err(|e| err("cuMemsetD8Async", e))
+}
+
 /// Device memory for temporaries, allocated and freed in stream order.
 pub struct Scratch {
     pub ptr: u64,
+    bytes: usize,
     stream: sys::CUstream,
 }
 
@@ -416,7 +426,14 @@ impl Scratch {
         // SAFETY: a stream-ordered allocation used only on `stream`.
         let ptr = unsafe { result::malloc_async(stream, bytes.max(1)) }
             .map_err(|e| err("cuMemAllocAsync", e))?;
-        Ok(Scratch { ptr, stream })
+        Ok(Scratch { ptr, bytes, stream })
+    }
+
+    /// Zeroes `bytes` bytes from offset `at`, in stream order.
+    pub fn zero(&self, at: usize, bytes: usize) -> Result<()> {
+        assert!(at + bytes <= self.bytes, "zeroing past the scratch");
+        // SAFETY: within this allocation, which only `stream`'s work uses.
+        unsafe { zero_async(self.ptr + at as u64, bytes, self.stream) }
     }
 }
 

@@ -166,8 +166,8 @@ struct Tl { i64 R, C; i64 sr[3], sc[3]; int via[2]; };
 
 // This thread's four elements of the tile from p, as stored: an operand read `via` shared memory
 // a column of the tile at a time (its rows fastest), the others by rows; 0 outside the tensor.
-// Every operand's loads are issued before any barrier (tile_pass), so a thread keeps them all in
-// flight at once.
+// Every operand's loads are issued before the tile's barrier (between tile_put and tile_get),
+// so a thread keeps them all in flight at once.
 __device__ __forceinline__ void tile_fetch(const T* p, i64 sr, i64 sc, int via, const Tl& L, i64 r0, i64 c0, T raw[4]) {
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   _Pragma("unroll") for (int i = 0; i < 4; ++i) {

@@ -168,6 +168,16 @@ __device__ __forceinline__ PAcc load_part(const PAcc* p, bool cg) {
   return r;
 }
 
+// Merges the partial (v2, i2) into (v, i) in double: sums add; maximum and minimum keep NaN;
+// argmax takes NaN as the largest value and the smaller index among equals.
+template <int R> __device__ __forceinline__ void merge_part(double& v, i64& i, double v2, i64 i2) {
+  if (R <= 1) { v += v2; return; }
+  const bool an = v != v, bn = v2 != v2;
+  const bool better = R == 2 ? (bn || v2 > v) : R == 3 ? (bn || v2 < v)
+      : (bn && !an) || (!an && !bn && v2 > v) || ((bn == an) && (v2 == v || bn) && i2 < i);
+  if (better && !(R <= 3 && an)) { v = v2; i = i2; }
+}
+
 // Output o from its chunks' partials, (o, c) at o * so + c * sc: one warp (every lane calls it;
 // `live` false for a lane of a warp past the last output), lane 0 storing the result.
 template <int R> __device__ __forceinline__ void combine_one(u64 ppart, u64 po, const RLay& L, i64 o, bool live, i64 chunks, i64 so, i64 sc, i64 count, bool cg) {
@@ -178,27 +188,12 @@ template <int R> __device__ __forceinline__ void combine_one(u64 ppart, u64 po, 
   i64 i = 0x7fffffffffffffffLL;
   if (live) {
     for (i64 c = lane; c < chunks; c += 32) {
-      PAcc p = load_part((const PAcc*)ppart + o * so + c * sc, cg);
-      if (R <= 1) v += p.v;
-      else {
-        bool an = v != v, bn = p.v != p.v;
-        bool better = R == 2 ? (bn || p.v > v) : R == 3 ? (bn || p.v < v)
-            : (bn && !an) || (!an && !bn && p.v > v) || ((bn == an) && (p.v == v || bn) && p.i < i);
-        if (better && !(R <= 3 && an)) { v = p.v; i = p.i; }
-      }
+      const PAcc p = load_part((const PAcc*)ppart + o * so + c * sc, cg);
+      merge_part<R>(v, i, p.v, p.i);
     }
   }
-  for (int s = 16; s > 0; s >>= 1) {
-    double v2 = __shfl_xor_sync(0xffffffffu, v, s);
-    i64 i2 = __shfl_xor_sync(0xffffffffu, i, s);
-    if (R <= 1) v += v2;
-    else {
-      bool an = v != v, bn = v2 != v2;
-      bool better = R == 2 ? (bn || v2 > v) : R == 3 ? (bn || v2 < v)
-          : (bn && !an) || (!an && !bn && v2 > v) || ((bn == an) && (v2 == v || bn) && i2 < i);
-      if (better && !(R <= 3 && an)) { v = v2; i = i2; }
-    }
-  }
+  for (int s = 16; s > 0; s >>= 1)
+    merge_part<R>(v, i, __shfl_xor_sync(0xffffffffu, v, s), __shfl_xor_sync(0xffffffffu, i, s));
   if (live && lane == 0) {
     i64 ox, oo; kept_offsets(L, o, ox, oo);
     if (R == 4) ((i64*)po)[oo] = i;

@@ -68,6 +68,13 @@ pub(crate) fn layout_asserts(family: crate::source::Family) -> String {
     out
 }
 
+/// The grid of `rows` rows over clusters of `cn` blocks: a cluster a row, a whole number of
+/// clusters within a launch's limit (the kernels walk the rows grid-stride).
+pub(crate) fn cluster_grid(rows: u64, cn: i64) -> u64 {
+    let cn = cn as u64;
+    (rows * cn).min(i32::MAX as u64 / cn * cn)
+}
+
 /// Collapses `shape` over the operands' strides: dims of size 1 dropped, dims merged where
 /// every operand is contiguous across them.
 pub fn collapse(shape: &[i64], strides: &[&[i64]]) -> Vec<(i64, [i64; 3])> {

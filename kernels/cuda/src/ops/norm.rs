@@ -170,17 +170,18 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
         // than 16384 elements) over a cluster of the fewest CN blocks of at most that many
         // threads of 4 packs, two an SM where one block a row leaves one an SM.
         if plain && c.clusters && tuned.get("cluster", 0) != 0 && nv.cdiv(most) > cap {
+            let per_block = |cn: i64| nv.cdiv(cn).cdiv(4);
             let fit = cluster_names(op)
                 .into_iter()
-                .find(|&(cn, _)| nv.cdiv(cn).cdiv(4) <= cap);
+                .find(|&(cn, _)| per_block(cn) <= cap);
             if let Some((cn, name)) = fit {
-                let threads = (nv.cdiv(cn).cdiv(4).cdiv(32) * 32).max(32) as u64;
+                let threads = (per_block(cn).cdiv(32) * 32).max(32) as u64;
                 let why = format!(
                     "rows of {len} = {nv} aligned packs over a cluster of {cn} blocks: 4 packs a \
                      thread, {threads} threads a block, the blocks' sums exchanged through \
                      distributed shared memory, each element read once"
                 );
-                let grid = (rows * cn as u64).min((i32::MAX as u64 / cn as u64) * cn as u64);
+                let grid = super::cluster_grid(rows, cn);
                 return (Kind::Packed, Launch::new(name, grid, threads), why);
             }
         }

@@ -380,23 +380,20 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     }
     let (mut l, c, p, _) = plan_call(call)?;
     let st = stream(call);
+    // Chunked runs leave partials; in one pass, a u32 counter an output follows them, zeroed.
     let partials = c.nout as usize * p.chunks as usize * PACC;
-    // A u32 counter an output after the partials in one pass, zeroed in stream order.
     let counters = if p.single_pass {
         c.nout as usize * 4
     } else {
         0
     };
-    let scratch = match p.combine.is_some() || p.single_pass {
-        true => Some(Scratch::new(partials + counters, st)?),
-        false => None,
+    let scratch = if p.chunks > 1 {
+        Some(Scratch::new(partials + counters, st)?)
+    } else {
+        None
     };
-    if let (Some(s), true) = (&scratch, p.single_pass) {
-        // SAFETY: the counters lie within the scratch just allocated on this stream.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(s.ptr + partials as u64, 0, counters, st)
-        }
-        .map_err(|e| crate::driver::err("cuMemsetD8Async", e))?;
+    if let Some(s) = scratch.as_ref().filter(|_| p.single_pass) {
+        s.zero(partials, counters)?;
     }
     let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
     let mut pp = scratch.as_ref().map_or(0, |s| s.ptr);
@@ -406,7 +403,7 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     let mut nout = c.nout;
     let mut items = c.nout * p.chunks;
     // The rows kernels' flags: 1, packs where the run allows; 2, the last block combines.
-    let mut vec: i32 = if p.single_pass { 3 } else { 1 };
+    let mut flags: i32 = if p.single_pass { 3 } else { 1 };
     let mut args: Vec<*mut c_void> = vec![arg(&mut px), arg(&mut po), arg(&mut pp), arg(&mut l)];
     if p.columns {
         args.push(arg(&mut nout));
@@ -415,7 +412,7 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     }
     args.extend([arg(&mut chunks), arg(&mut chunk), arg(&mut count)]);
     if !p.columns {
-        args.push(arg(&mut vec));
+        args.push(arg(&mut flags));
     }
     // SAFETY: the arguments match the kernel (`cu/reduce.cuh`); x and out are the tensors'
     // elements, the partials buffer holds nout * chunks entries, all ordered on the stream.

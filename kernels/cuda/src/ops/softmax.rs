@@ -343,7 +343,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
                 let one = CLUSTER.iter().find(|&&(cn, _)| bytes(cn) <= c.smem_block);
                 one.filter(|_| !two)
             })?;
-        let grid = (rows as u64 * cn as u64).min((i32::MAX as u64 / cn as u64) * cn as u64);
+        let grid = super::cluster_grid(rows as u64, cn);
         let why = format!(
             "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB each, of \
              {}{}): each stages a chunk with 16-byte asynchronous copies, maxima and sums \
