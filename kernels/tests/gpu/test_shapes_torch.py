@@ -248,8 +248,13 @@ def test_explain_names_the_variant():
     e = K.explain("softmax", x)
     assert e["backend"] == "cuda" and e["variant"]["kernel"] == "softmax_smem", e
     assert "shared memory" in e["variant"]["why"], e
-    # A row of 256 KiB is more than a block's shared memory on any current device.
+    # A row of 256 KiB is more than a block's shared memory on any current device: staged over
+    # a cluster of 4 blocks on Hopper (sm_90.json), else read twice.
     e = K.explain("softmax", torch.empty(1024, 131072, device="cuda", dtype=torch.bfloat16))
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    assert e["variant"]["kernel"] == ("softmax_cluster_4" if hopper else "softmax_online"), e
+    # A row of 1 MiB: 8 blocks of 128 KiB do not fit two an SM; read twice everywhere.
+    e = K.explain("softmax", torch.empty(256, 262144, device="cuda"))
     assert e["variant"]["kernel"] == "softmax_online", e
     assert "sm_90.json" in (e["variant"]["config"] or "") or e["variant"]["config"] is None
     e = K.explain("sum", torch.empty(1 << 20, device="cuda"))

@@ -181,7 +181,11 @@ fn softmax_variant_per_row_length() {
         (8192, 50257, 2, false, "softmax_smem 512"),
         (8192, 50257, 4, false, "softmax_smem 512"),
         (64, 50257, 2, false, "softmax_smem 512"),
-        (1024, 128256, 2, true, "softmax_online 1024"),
+        // Rows longer than a block's shared memory: over a cluster where two blocks of it fit
+        // an SM, else read twice.
+        (1024, 128256, 2, true, "softmax_cluster_4 512"),
+        (523, 128256, 4, true, "softmax_cluster_8 512"),
+        (256, 262144, 4, true, "softmax_online 1024"),
         (
             4,
             262144,
@@ -229,10 +233,12 @@ fn softmax_rows_staged_in_shared_memory_fit_the_device() {
         ("softmax_smem", (50257 + 8) * 2, 8192)
     );
     assert!(p.why.contains("99 KiB of 227, two an SM"), "{}", p.why);
-    // A device with 96 KiB a block, or rows that are not contiguous: read twice.
+    // A device with 96 KiB a block and no clusters, or rows that are not contiguous: read
+    // twice.
     for c in [
         softmax::Class {
             smem_block: 96 * 1024,
+            clusters: false,
             ..c
         },
         softmax::Class {
@@ -268,19 +274,13 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
         smem_block: SMEM,
         clusters: true,
     };
-    // (rows, len, elements a pack) -> kernel, shared bytes a block, grid: the fewest blocks
-    // of which two fit an SM (bfloat16 rows of 128256: 4 of 32 KiB + 2 packs), else the fewest
-    // that fit (float32 rows of 262144 would need 16 for two an SM: 8 of 128 KiB + 2 packs).
+    // (rows, len, elements a pack) -> kernel, shared bytes a block, grid: rows too long for a
+    // block's shared memory over the fewest blocks of which two fit an SM (bfloat16 rows of
+    // 128256: 4 of 32 KiB + 2 packs).
     let cases = [
         (1024, 128256, 8, "softmax_cluster_4", (32064 + 16) * 2, 4096),
         (512, 262144, 8, "softmax_cluster_8", (32768 + 16) * 2, 4096),
-        (256, 262144, 4, "softmax_cluster_8", (32768 + 8) * 4, 2048),
         (523, 128256, 4, "softmax_cluster_8", (16032 + 8) * 4, 4184),
-        // Rows a block holds only alone (float32 rows of 32000 and 50257, in registers or
-        // staged one an SM without the key): two blocks of half a row each.
-        (4096, 32000, 4, "softmax_cluster_2", (16000 + 8) * 4, 8192),
-        (8192, 50257, 4, "softmax_cluster_2", (25129 + 8) * 4, 16384),
-        (64, 50257, 4, "softmax_cluster_2", (25129 + 8) * 4, 128),
     ];
     for (rows, len, vec, kernel, shared, grid) in cases {
         let p = softmax::plan(&class(rows, len, vec), SMS, &tuned);
@@ -290,7 +290,8 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
             "{rows} x {len}"
         );
     }
-    // No clusters on the device, or rows too long for 8 blocks: read twice.
+    // No clusters on the device; rows of which 8 blocks fit only one an SM (float32 rows of
+    // 262144: 8 of 128 KiB); rows longer still: read twice.
     let p = softmax::plan(
         &softmax::Class {
             clusters: false,
@@ -300,13 +301,20 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
         &tuned,
     );
     assert_eq!(p.main.kernel, "softmax_online");
-    let p = softmax::plan(&class(256, 1 << 22, 8), SMS, &tuned);
-    assert_eq!(p.main.kernel, "softmax_online");
-    // Rows of which two fit an SM staged in one block each stay there (bfloat16 rows of
-    // 32000, float32 rows of 16384).
-    for (len, vec) in [(32000, 8), (16384, 4)] {
+    for (len, vec) in [(262144, 4), (1 << 22, 8)] {
+        let p = softmax::plan(&class(256, len, vec), SMS, &tuned);
+        assert_eq!(p.main.kernel, "softmax_online", "{len}");
+    }
+    // Rows a block stages or holds stay there: two an SM (bfloat16 rows of 32000, float32
+    // rows of 16384), or alone (float32 rows of 32000 in registers, 50257 staged).
+    for (len, vec, kernel) in [
+        (32000, 8, "softmax_smem"),
+        (16384, 4, "softmax_smem"),
+        (32000, 4, "softmax_block_8"),
+        (50257, 4, "softmax_smem"),
+    ] {
         let p = softmax::plan(&class(4096, len, vec), SMS, &tuned);
-        assert_eq!(p.main.kernel, "softmax_smem", "{len}");
+        assert_eq!(p.main.kernel, kernel, "{len}");
     }
 }
 
@@ -429,9 +437,9 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
     // Long 16-bit rows: 1024 threads of 8 packs, read once; float32 rows of 65536 are longer
-    // than a block's registers.
+    // than a block's registers: over a cluster of 8 blocks.
     assert_eq!(np(65536, 8, true), "layer_norm_block_8 1024");
-    assert_eq!(np(65536, 4, true), "layer_norm_rows 512");
+    assert_eq!(np(65536, 4, true), "layer_norm_cluster_8 512");
     // Odd lengths, contiguous: packs after peeling, in registers.
     assert_eq!(np(4097, 8, false), "layer_norm_block_any_2 256");
     assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");

@@ -7,11 +7,10 @@
 //!   `softmax_smem`, a block per row staged whole in shared memory (read once);
 //! - few long rows (fewer than `split_rows`, at least `split_cols` elements): split over blocks,
 //!   `softmax_split_stats` + `softmax_split_write`;
-//! - where a config sets `cluster` (sm_90 on), contiguous rows of which a cluster of CN blocks
-//!   holds two an SM: `softmax_cluster_CN`, staged over the blocks' shared memory;
 //! - contiguous aligned rows that fit a block's registers: `softmax_block_PK`;
 //! - other contiguous rows that fit a block's shared memory: `softmax_smem`;
-//! - longer contiguous rows, where a config sets `cluster`: `softmax_cluster_CN`;
+//! - longer contiguous rows, where a config sets `cluster` (sm_90 on): `softmax_cluster_CN`,
+//!   staged over the shared memory of a cluster of CN blocks, two an SM;
 //! - anything else (long, odd-length or misaligned rows such as 50257 or 128256, strided rows):
 //!   `softmax_online`, a block per row, reading the row twice (the second time from L2).
 
@@ -328,33 +327,31 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     if staged && 2 * shared <= c.smem_block {
         return smem(true);
     }
-    // Rows over a cluster's shared memory (`cluster`, sm_90 on): the fewest blocks of which two
-    // fit an SM (`two`: before the register variant and a row staged alone in a block, which
-    // leave one block an SM), else the fewest that fit (after them: rows too long for a block).
-    let cluster = |two: bool| {
-        if !(c.clusters && c.contiguous && tuned.get("cluster", 0) != 0 && len >= smem_cols) {
+    // Rows too long for a block's shared memory, over a cluster's (`cluster`, sm_90 on): the
+    // fewest blocks of which two fit an SM. Measured on an H200 (2026-12-05 10:10): bfloat16
+    // rows of 128256 / 262144 0.73 / 0.68 of copy against 0.58 / 0.53 read twice, float32 rows
+    // of 128256 0.62 against 0.53; where a cluster holds one block an SM (float32 262144: 0.48
+    // against 0.56) or a block stages the row alone (float32 50257: 0.74 against 0.78) it lost.
+    let cluster = || {
+        if !(c.clusters
+            && c.contiguous
+            && tuned.get("cluster", 0) != 0
+            && len >= smem_cols
+            && !staged)
+        {
             return None;
         }
         let bytes = |cn: i64| (len.cdiv(cn) + 2 * v) * itemsize;
         let &(cn, k) = CLUSTER
             .iter()
-            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)
-            .or_else(|| {
-                let one = CLUSTER.iter().find(|&&(cn, _)| bytes(cn) <= c.smem_block);
-                one.filter(|_| !two)
-            })?;
+            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)?;
         let grid = super::cluster_grid(rows as u64, cn);
         let why = format!(
             "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB each, of \
-             {}{}): each stages a chunk with 16-byte asynchronous copies, maxima and sums \
-             exchanged through distributed shared memory, each element read once",
+             {}, two an SM): each stages a chunk with 16-byte asynchronous copies, maxima and \
+             sums exchanged through distributed shared memory, each element read once",
             bytes(cn).cdiv(1024),
             c.smem_block / 1024,
-            if 2 * bytes(cn) <= c.smem_block {
-                ", two an SM"
-            } else {
-                ""
-            }
         );
         Some(Plan {
             shared: bytes(cn) as u32,
@@ -384,9 +381,6 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             ),
         };
     }
-    if let Some(p) = cluster(true) {
-        return p;
-    }
     // Rows that fit a block's registers: read once.
     let most_packs = (32 / v).clamp(1, 8);
     if whole && nv <= 1024 * most_packs {
@@ -410,7 +404,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     if staged {
         return smem(false);
     }
-    if let Some(p) = cluster(false) {
+    if let Some(p) = cluster() {
         return p;
     }
     let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
