@@ -107,6 +107,10 @@ VARIANTS = {
     # of 32768 and 65536, float32 of 65536) over a cluster of 2 to 8 blocks of 4 packs a thread
     # (norm_cluster_CN, sm_90).
     "norm-cluster": ("norms", "norm", [dict(c, cluster=1) for c in NORM]),
+    # Normalization rows off their weight's alignment (odd lengths such as 4097: rows at every
+    # phase) with weight and bias read as 16-byte packs shifted to x's phase (norm_block_shift_PK)
+    # instead of element by element.
+    "norm-weight-shift": ("norms", "norm", [dict(c, weight_shift=1) for c in NORM]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

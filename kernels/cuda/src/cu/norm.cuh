@@ -6,7 +6,8 @@
 // - norm_warp_N: a warp per row, N 16-byte packs a lane (contiguous aligned rows);
 // - norm_block_PK: a block per row (up to 1024 threads), PK packs a thread (aligned rows of
 //   whole packs, weight and bias as packs); norm_block_any_PK: the same for rows contiguous at
-//   one alignment phase in x and out (any length) and any weight;
+//   one alignment phase in x and out (any length) and any weight; norm_block_shift_PK: those
+//   rows with weight and bias contiguous at any alignment, read as shifted packs (a candidate);
 // - norm_cluster_CN (sm_90): the block variant's row split over a cluster of CN blocks;
 // - norm_tile: rows of up to 8 warps' packs, several a block, the next rows prefetched into shared
 //   memory while these are computed (aligned rows of whole packs, weight and bias as packs);
@@ -38,6 +39,70 @@ __device__ __forceinline__ Pack norm_pack(const Pack& xq, C mean, C rstd, const 
     }
   } else {
     _Pragma("unroll") for (int j = 0; j < VEC; ++j) q.v[j] = st(norm_one(ld(xq.v[j]), mean, rstd, w, b, at + k * VEC + j, sw, sb));
+  }
+  return q;
+}
+
+// Weight or bias (contiguous) as 16-byte packs at x's alignment phase (norm_block_shift_PK): the
+// vector's elements head + k VEC ... lie m bytes past a 16-byte boundary for every k, so its
+// pack k is bytes m .. m + 15 of the aligned packs k and k + 1, one funnel shift a word, where
+// it was VEC loads of one element. Packs from `whole` on (the last, whose aligned successor may
+// lie past the vector's end) are read element by element.
+struct Shifted {
+  const U4* a;  // aligned down from the vector's element `head`
+  int m;        // bytes from a to that element
+  i64 whole;    // packs k < whole have the aligned packs they take within the vector
+};
+
+__device__ __forceinline__ Shifted shifted_at(const T* v, i64 head, i64 len) {
+  const char* p = (const char*)(v + head);
+  Shifted s;
+  s.m = (int)((u64)p & 15);
+  s.a = (const U4*)(p - s.m);
+  const i64 bytes = s.m + (len - head) * (i64)sizeof(T);  // of the vector from a
+  s.whole = bytes / 16 - (s.m ? 1 : 0);
+  return s;
+}
+
+// Words Q .. Q + 3 of w, each shifted right by sh bits into the next (0 <= sh < 32).
+template <int Q> __device__ __forceinline__ Pack funnel(const u32 (&w)[8], int sh) {
+  U4 q;
+  q.x = __funnelshift_r(w[Q], w[Q + 1], sh);
+  q.y = __funnelshift_r(w[Q + 1], w[Q + 2], sh);
+  q.z = __funnelshift_r(w[Q + 2], w[Q + 3], sh);
+  q.w = __funnelshift_r(w[Q + 3], w[Q + 4], sh);
+  return *(const Pack*)&q;
+}
+
+// Pack k (k < s.whole) of the vector from its element `head` on.
+__device__ __forceinline__ Pack shifted_pack(const Shifted& s, i64 k) {
+  if (s.m == 0) return *(const Pack*)&s.a[k];
+  const U4 lo = s.a[k], hi = s.a[k + 1];
+  const u32 w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const int sh = 8 * (s.m & 3);
+  // The word offset is the same for a whole row: a uniform branch, constant indices.
+  switch (s.m >> 2) {
+    case 0: return funnel<0>(w, sh);
+    case 1: return funnel<1>(w, sh);
+    case 2: return funnel<2>(w, sh);
+    default: return funnel<3>(w, sh);
+  }
+}
+
+// Pack k of the output (elements head + k VEC ...) with weight and bias as shifted packs where
+// they have them, else element by element.
+__device__ __forceinline__ Pack norm_pack_shifted(const Pack& xq, C mean, C rstd, const T* w, const T* b, const Shifted& ws, const Shifted& bs, i64 head, i64 k) {
+  Pack wq, bq;
+  const bool wp = w && k < ws.whole, bp = b && k < bs.whole;
+  if (wp) wq = shifted_pack(ws, k);
+  if (bp) bq = shifted_pack(bs, k);
+  Pack q;
+  _Pragma("unroll") for (int j = 0; j < VEC; ++j) {
+    const i64 e = head + k * VEC + j;
+    C z = (ld(xq.v[j]) - mean) * rstd;
+    if (w) z *= ld(wp ? wq.v[j] : w[e]);
+    if (b) z += ld(bp ? bq.v[j] : b[e]);
+    q.v[j] = st(z);
   }
   return q;
 }
@@ -83,8 +148,10 @@ template <int N, int OPK> __device__ __forceinline__ void norm_warp(u64 px, u64 
 // (`wvec`). ANY 1: rows contiguous in x and out at the same distance from 16-byte alignment (any
 // length, such as 4097) and any weight: the `head` elements before x's first boundary and the
 // `tail` after its last whole pack are held one a thread, the packs between PK a thread, weight
-// and bias read element by element. Two instances, because the general one's registers (the
-// element-wise weight addresses) would make the common one spill. Each element is read once.
+// and bias read element by element. ANY 2: the same rows with weight and bias contiguous, read
+// as packs shifted to x's alignment phase (`shifted_pack`). Separate instances, because the
+// general ones' registers (the element-wise weight addresses) would make the common one spill.
+// Each element is read once.
 //
 // CN > 1 (`norm_cluster_CN`, sm_90; ANY 0): a thread block cluster of CN blocks a row, each
 // holding a CN-th of its packs, for rows that one block holds only with more than 512 threads
@@ -147,10 +214,19 @@ template <int PK, int OPK, int ANY, int CN = 1> __device__ __forceinline__ void 
     C rstd = RSQRT((var > (C)0 ? var : (C)0) + (C)eps), mean = shift + dm;
     if (hd) orow[threadIdx.x] = st(norm_one(eh, mean, rstd, w, b, threadIdx.x, sw, sb));
     if (tl) orow[tail0 + threadIdx.x] = st(norm_one(et, mean, rstd, w, b, tail0 + threadIdx.x, sw, sb));
-    const int packs = !ANY;
-    _Pragma("unroll") for (int p = 0; p < PK; ++p) {
-      i64 k = k0 + threadIdx.x + (i64)p * blockDim.x;
-      if (k < k1) o[k] = norm_pack(v[p], mean, rstd, w, b, head, k, sw, sb, packs);
+    if (ANY == 2) {
+      // Weight and bias contiguous (the planner's condition): shifted packs.
+      const Shifted ws = shifted_at(w, head, len), bs = shifted_at(b, head, len);
+      _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+        i64 k = k0 + threadIdx.x + (i64)p * blockDim.x;
+        if (k < k1) o[k] = norm_pack_shifted(v[p], mean, rstd, w, b, ws, bs, head, k);
+      }
+    } else {
+      const int packs = !ANY;
+      _Pragma("unroll") for (int p = 0; p < PK; ++p) {
+        i64 k = k0 + threadIdx.x + (i64)p * blockDim.x;
+        if (k < k1) o[k] = norm_pack(v[p], mean, rstd, w, b, head, k, sw, sb, packs);
+      }
     }
   }
 #if __CUDA_ARCH__ >= 900
@@ -326,6 +402,9 @@ extern "C" __global__ void __launch_bounds__(1024) NAME##_block_8(NORM_ARGS) { n
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_1(NORM_ARGS) { norm_block<1, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_2(NORM_ARGS) { norm_block<2, OPK, 1>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(1024) NAME##_block_any_4(NORM_ARGS) { norm_block<4, OPK, 1>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(1024) NAME##_block_shift_1(NORM_ARGS) { norm_block<1, OPK, 2>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(1024) NAME##_block_shift_2(NORM_ARGS) { norm_block<2, OPK, 2>(NORM_PASS); } \
+extern "C" __global__ void __launch_bounds__(1024) NAME##_block_shift_4(NORM_ARGS) { norm_block<4, OPK, 2>(NORM_PASS); } \
 extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
   __shared__ __align__(16) Pack stages[2][NT_PK * 256]; \
   norm_tile<OPK, 2>(px, po, pw, pb, rows, len, L, eps, wr, stages); } \

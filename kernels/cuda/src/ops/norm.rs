@@ -24,6 +24,8 @@ pub struct Class {
     pub contiguous: bool,
     /// Weight and bias absent or contiguous and 16-byte aligned (read as packs).
     pub wvec: bool,
+    /// Weight and bias absent or contiguous at any alignment (read as shifted packs).
+    pub wcontig: bool,
     /// The device runs thread block clusters (`norm_cluster_CN`).
     pub clusters: bool,
 }
@@ -53,7 +55,7 @@ fn tile_name(op: Op, stages: i64) -> &'static str {
 /// Bytes of a tile stage: 4 packs of 16 bytes for each of 256 threads (`NT_PK` in the source).
 const TILE_STAGE: u32 = 4 * 256 * 16;
 
-fn names(op: Op) -> [&'static str; 11] {
+fn names(op: Op) -> [&'static str; 14] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -68,6 +70,9 @@ fn names(op: Op) -> [&'static str; 11] {
                 concat!($p, "_block_any_1"),
                 concat!($p, "_block_any_2"),
                 concat!($p, "_block_any_4"),
+                concat!($p, "_block_shift_1"),
+                concat!($p, "_block_shift_2"),
+                concat!($p, "_block_shift_4"),
             ]
         };
     }
@@ -202,16 +207,28 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
             });
         if let Some((i, pk)) = fit {
             let threads = (nv.cdiv(pk).cdiv(32) * 32).clamp(32, 1024) as u64;
+            // A candidate, chosen only where a config sets `weight_shift`: the same rows
+            // with weight and bias contiguous at another alignment than x's (odd lengths such
+            // as 4097, where rows start at every phase) read as packs shifted to x's phase.
+            let shift = !plain && c.wcontig && tuned.get("weight_shift", 0) != 0;
             let why = format!(
                 "rows of {len}{} fit a block's registers: {pk} packs a thread, {threads} \
                  threads, each element read once",
                 if plain {
                     ""
+                } else if shift {
+                    " (packs after peeling to alignment; weight and bias as packs shifted to x's)"
                 } else {
                     " (packs after peeling to alignment; weight and bias element by element)"
                 }
             );
-            let name = if plain { k[3 + i] } else { k[8 + i] };
+            let name = if plain {
+                k[3 + i]
+            } else if shift {
+                k[11 + i]
+            } else {
+                k[8 + i]
+            };
             return (Kind::Packed, Launch::new(name, rows, threads), why);
         }
     }
@@ -251,6 +268,9 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
         aligned_rows: sx == 1 && so == 1 && row_alignment(x, o, axis, v, false),
         contiguous: sx == 1 && so == 1 && row_alignment(x, o, axis, v, true),
         wvec: vector(call.weight).2 && vector(call.bias).2,
+        wcontig: [call.weight, call.bias]
+            .iter()
+            .all(|t| t.is_none_or(|t| t.strides()[0] == 1)),
         clusters: has_clusters(call.device.index())?,
     };
     let vars = [

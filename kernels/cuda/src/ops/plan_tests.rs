@@ -424,6 +424,7 @@ fn norm_and_elementwise_variants() {
             aligned_rows: aligned,
             contiguous: aligned || len % vec != 0,
             wvec: true,
+            wcontig: true,
             clusters: true,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);

@@ -49,10 +49,55 @@ fn norm_plan(
         aligned_rows: true,
         contiguous: true,
         wvec,
+        wcontig: true,
         clusters: true,
     };
     let (kind, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
     (kind, l)
+}
+
+#[test]
+fn norm_weight_shift_only_where_a_config_sets_it() {
+    let builtin = table(None);
+    let with = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "weight_shift": 1 } ] }"#,
+    ));
+    // Odd lengths (rows at every alignment phase): bfloat16 4097 = 512 packs after the peel, 2
+    // a thread; float32 4097 = 1024 packs, 2 a thread.
+    for (itemsize, block) in [(2, 256), (4, 512)] {
+        let (kind, l) = norm_plan(&with, 4096, 4097, itemsize, true);
+        assert_eq!(
+            (kind, l.kernel, l.block),
+            (norm::Kind::Packed, "layer_norm_block_shift_2", block)
+        );
+        // Not in the built-in configs.
+        let (_, l) = norm_plan(&builtin, 4096, 4097, itemsize, true);
+        assert!(l.kernel.starts_with("layer_norm_block_any_"), "{}", l.kernel);
+    }
+    let view = TuneView::new(&with, Some("sm_90"));
+    let tuned = Tuned::select(&view, "norm", &[("cols", 4096), ("itemsize", 2)]).unwrap();
+    let class = |aligned_rows, wvec, wcontig| norm::Class {
+        rows: 4096,
+        len: 4096,
+        vec: 8,
+        aligned_rows,
+        contiguous: true,
+        wvec,
+        wcontig,
+        clusters: true,
+    };
+    // x's rows off alignment, or a weight off x's: shifted packs; a strided weight: element
+    // by element; aligned rows with weight and bias as packs: the block of packs.
+    for (aligned, wvec, wcontig, kernel) in [
+        (false, true, true, "layer_norm_block_shift_2"),
+        (true, false, true, "layer_norm_block_shift_2"),
+        (true, false, false, "layer_norm_block_any_2"),
+        (true, true, true, "layer_norm_block_2"),
+    ] {
+        let (_, l, why) = norm::plan(Op::LayerNorm, &class(aligned, wvec, wcontig), SMS, &tuned);
+        assert_eq!(l.kernel, kernel, "{aligned} {wvec} {wcontig}");
+        assert_eq!(why.contains("shifted"), kernel.contains("shift"), "{why}");
+    }
 }
 
 #[test]
