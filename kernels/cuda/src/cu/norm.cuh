@@ -64,13 +64,20 @@ __device__ __forceinline__ Shifted shifted_at(const T* v, i64 head, i64 len) {
   return s;
 }
 
-// Words Q .. Q + 3 of w, each shifted right by sh bits into the next (0 <= sh < 32).
+// The low word of hi:lo shifted right by sh bits (0 <= sh < 32): one funnel shift.
+__device__ __forceinline__ u32 shf_r(u32 lo, u32 hi, int sh) {
+  u32 r;
+  asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(sh));
+  return r;
+}
+
+// Words Q .. Q + 3 of w, each shifted right by sh bits into the next.
 template <int Q> __device__ __forceinline__ Pack funnel(const u32 (&w)[8], int sh) {
   U4 q;
-  q.x = __funnelshift_r(w[Q], w[Q + 1], sh);
-  q.y = __funnelshift_r(w[Q + 1], w[Q + 2], sh);
-  q.z = __funnelshift_r(w[Q + 2], w[Q + 3], sh);
-  q.w = __funnelshift_r(w[Q + 3], w[Q + 4], sh);
+  q.x = shf_r(w[Q], w[Q + 1], sh);
+  q.y = shf_r(w[Q + 1], w[Q + 2], sh);
+  q.z = shf_r(w[Q + 2], w[Q + 3], sh);
+  q.w = shf_r(w[Q + 3], w[Q + 4], sh);
   return *(const Pack*)&q;
 }
 
