@@ -86,6 +86,10 @@ VARIANTS = {
     # Rows longer than a block's shared memory staged over a cluster of 2 to 8 blocks
     # (softmax_cluster_CN, sm_90), instead of read twice by the online variant.
     "softmax-cluster": ("softmax", "softmax", softmax_with(cluster=1)),
+    # Rows whose chunks over a cluster of 8 outgrow what two blocks an SM stage (float32 rows of
+    # 262144: 128 KiB a block) staged in part, the rest read from L2 in each pass, instead of
+    # read twice by the online variant.
+    "softmax-cluster-part": ("softmax", "softmax", softmax_with(cluster=1, cluster_part=1)),
     # The 32-bit strided kernels with four elements a thread a round, all loaded before any is
     # stored (strided32, strided_rounds 4).
     "strided-rounds-4": (

@@ -205,12 +205,25 @@ template <int CN, int MAX> __device__ __forceinline__ C cluster_combine(C v, C* 
 }
 
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
-template <int CN> __device__ __forceinline__ void softmax_staged(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+// The bytes of dynamic shared memory this launch has.
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+  u32 r;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
+
+template <int CN, int PART = 0> __device__ __forceinline__ void softmax_staged(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
   extern __shared__ __align__(16) unsigned char smem_row[];
   __shared__ C red[32], slots[2];
   T* sh = (T*)smem_row;
   const int n = (int)len, t0 = threadIdx.x, nt = blockDim.x, c = CN > 1 ? (int)(blockIdx.x % CN) : 0;
+  // Elements the shared memory holds: the whole chunk and a pack, or (PART: softmax_cluster_part_8,
+  // chunks longer than two blocks an SM can stage) its first packs, the others read from
+  // memory each pass (from L2 after the first: a small remainder a block). A separate instance,
+  // since the general one's registers would cost the whole-row kernels blocks an SM.
+  const int cap = PART ? (int)(dynamic_smem_bytes() / sizeof(T)) : 0;
   for (i64 r = blockIdx.x / CN; r < rows; r += gridDim.x / CN) {
     i64 ox, oo; row_start(L, r, ox, oo);
     const T* x = (const T*)px + ox; T* o = (T*)po + oo;
@@ -222,36 +235,50 @@ template <int CN> __device__ __forceinline__ void softmax_staged(u64 px, u64 po,
     const int hi = c == CN - 1 ? n : imin(n, head0 + (c + 1) * cp * VEC);
     const int mis = c == 0 ? (int)(((u64)x / sizeof(T)) % VEC) : 0;
     const int head = c == 0 ? head0 : 0, np = (hi - lo - head) / VEC, tail = lo + head + np * VEC;
+    // Packs [0, ns) staged, [ns, np) read from x; the tail staged only after every pack.
+    const int ns = PART ? imax(0, imin(np, (cap - mis - head) / VEC)) : np;
+    const bool tail_in = !PART || ns == np;
     T* base = sh + mis - lo;  // base[k] holds x[k]
     const Pack* xp = (const Pack*)(x + lo + head);
     Pack* sp = (Pack*)(base + lo + head);
-    for (int k = t0; k < np; k += nt) cp_async16(sp + k, xp + k);
+    for (int k = t0; k < ns; k += nt) cp_async16(sp + k, xp + k);
     for (int k = lo + t0; k < lo + head; k += nt) base[k] = x[k];
-    for (int k = tail + t0; k < hi; k += nt) base[k] = x[k];
+    if (tail_in) for (int k = tail + t0; k < hi; k += nt) base[k] = x[k];
+    const T* tb = tail_in ? base : x;  // where the tail is read
+    C m = NEG_INF;
+    if (PART) for (int k = ns + t0; k < np; k += nt) m = max_nan(m, pack_max(xp[k]));
     cp_async_wait_all();
     __syncthreads();
-    C m = NEG_INF;
-    for (int k = t0; k < np; k += nt) m = max_nan(m, pack_max(sp[k]));
+    for (int k = t0; k < ns; k += nt) m = max_nan(m, pack_max(sp[k]));
     for (int k = lo + t0; k < lo + head; k += nt) m = max_nan(m, ld(base[k]));
-    for (int k = tail + t0; k < hi; k += nt) m = max_nan(m, ld(base[k]));
+    for (int k = tail + t0; k < hi; k += nt) m = max_nan(m, ld(tb[k]));
     m = cluster_combine<CN, 1>(block_max_nan(m, red), &slots[0]);
     // A row of -inf has m = -inf: every weight is NaN, and so the row, as in PyTorch.
     C s = 0;
-    for (int k = t0; k < np; k += nt) s += pack_weight_sum(sp[k], m);
+    for (int k = t0; k < ns; k += nt) s += pack_weight_sum(sp[k], m);
+    if (PART) for (int k = ns + t0; k < np; k += nt) s += pack_weight_sum(xp[k], m);
     for (int k = lo + t0; k < lo + head; k += nt) s += EXPW(ld(base[k]) - m);
-    for (int k = tail + t0; k < hi; k += nt) s += EXPW(ld(base[k]) - m);
+    for (int k = tail + t0; k < hi; k += nt) s += EXPW(ld(tb[k]) - m);
     s = cluster_combine<CN, 0>(block_sum(s, red), &slots[1]);
     const C inv = (C)1 / s;
     if ((int)(((u64)o / sizeof(T)) % VEC) == (int)(((u64)x / sizeof(T)) % VEC)) {
       Pack* op = (Pack*)(o + lo + head);
-      for (int k = t0; k < np; k += nt) {
+      for (int k = t0; k < ns; k += nt) {
         const Pack q = pack_weights(sp[k], m, inv);
         st_stream(op + k, *(const U4*)&q);
       }
+      if (PART) for (int k = ns + t0; k < np; k += nt) {
+        const Pack q = pack_weights(xp[k], m, inv);
+        st_stream(op + k, *(const U4*)&q);
+      }
       for (int k = lo + t0; k < lo + head; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
-      for (int k = tail + t0; k < hi; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
+      for (int k = tail + t0; k < hi; k += nt) o[k] = st(EXPW(ld(tb[k]) - m) * inv);
     } else {
-      for (int k = lo + t0; k < hi; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
+      // out at another phase than x (element by element): staged elements from sh, the rest
+      // from x.
+      const int staged_hi = tail_in ? hi : lo + head + ns * VEC;
+      if (PART) for (int k = lo + t0; k < hi; k += nt) o[k] = st(EXPW(ld(k < staged_hi ? base[k] : x[k]) - m) * inv);
+      else for (int k = lo + t0; k < hi; k += nt) o[k] = st(EXPW(ld(base[k]) - m) * inv);
     }
     __syncthreads();  // the next row's copy overwrites sh
   }
@@ -271,6 +298,7 @@ extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(CN, 1, 1) so
 SOFTMAX_CLUSTER(2)
 SOFTMAX_CLUSTER(4)
 SOFTMAX_CLUSTER(8)
+extern "C" __global__ void __launch_bounds__(1024) __cluster_dims__(8, 1, 1) softmax_cluster_part_8(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_staged<8, 1>(px, po, rows, len, L); }
 #endif
 #endif
 

@@ -305,6 +305,39 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
         let p = softmax::plan(&class(256, len, vec), SMS, &tuned);
         assert_eq!(p.main.kernel, "softmax_online", "{len}");
     }
+    // `cluster_part`: those chunks of 8 blocks staged in part, as much as two blocks an SM
+    // hold (float32 and bfloat16 rows of 1 MiB: 128 KiB chunks, 111.5 KiB staged); rows whose
+    // chunks are more than twice that are still read twice.
+    let t = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"softmax": [{"cluster": 1, "cluster_part": 1}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let view = TuneView::new(&t, None);
+    let part = Tuned::select(&view, "softmax", &[]).unwrap();
+    let half = (SMEM / 2 - 2048) / 16 * 16;
+    for (len, vec) in [(262144, 4), (262147, 4), (524288, 8)] {
+        let p = softmax::plan(&class(256, len, vec), SMS, &part);
+        assert_eq!(
+            (p.main.kernel, p.shared as i64, p.main.grid.0),
+            ("softmax_cluster_part_8", half, 2048),
+            "{len}"
+        );
+        assert!(p.why.contains("reads the rest"), "{}", p.why);
+    }
+    for (len, vec) in [(600000, 4), (1 << 22, 8)] {
+        let p = softmax::plan(&class(256, len, vec), SMS, &part);
+        assert_eq!(p.main.kernel, "softmax_online", "{len}");
+    }
+    // Chunks that fit whole are planned as without the key.
+    let p = softmax::plan(&class(512, 262144, 8), SMS, &part);
+    assert_eq!(
+        (p.main.kernel, p.shared as i64),
+        ("softmax_cluster_8", (32768 + 16) * 2)
+    );
     // Rows a block stages or holds stay there: two an SM (bfloat16 rows of 32000, float32
     // rows of 16384), or alone (float32 rows of 32000 in registers, 50257 staged).
     for (len, vec, kernel) in [
@@ -566,7 +599,10 @@ fn every_planned_kernel_is_in_the_source() {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
-            "cluster" => softmax_src.contains(&format!("SOFTMAX_CLUSTER({})", parts[2])),
+            "cluster" => {
+                softmax_src.contains(&format!("SOFTMAX_CLUSTER({})", parts[2]))
+                    || softmax_src.contains(&format!(" {name}("))
+            }
             "tileq" => src(Family::SoftmaxQuads)
                 .contains(&format!("SOFTMAX_TILEQ({}, {})", parts[2], parts[3])),
             "tile" | "tileh" => {

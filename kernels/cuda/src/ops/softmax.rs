@@ -84,6 +84,8 @@ const CLUSTER: [(i64, &str); 3] = [
     (4, "softmax_cluster_4"),
     (8, "softmax_cluster_8"),
 ];
+/// Rows staged in part over a cluster of 8 blocks (`cluster_part`).
+const CLUSTER_PART: (i64, &str) = (8, "softmax_cluster_part_8");
 const BLOCK: [(i64, &str); 4] = [
     (1, "softmax_block_1"),
     (2, "softmax_block_2"),
@@ -99,6 +101,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     v.extend(WARP.iter().map(|w| w.1));
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend(CLUSTER.iter().map(|b| b.1));
+    v.push(CLUSTER_PART.1);
     v.extend([
         "softmax_smem",
         "softmax_online",
@@ -342,19 +345,48 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             return None;
         }
         let bytes = |cn: i64| (len.cdiv(cn) + 2 * v) * itemsize;
-        let &(cn, k) = CLUSTER
+        let (cn, k, shared) = match CLUSTER
             .iter()
-            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)?;
+            .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)
+        {
+            Some(&(cn, k)) => (cn, k, bytes(cn)),
+            // `cluster_part` (a candidate): chunks of 8 blocks longer than two blocks an SM
+            // stage (float32 rows of 262144: 128 KiB) have their first packs staged, as many as
+            // two blocks an SM hold (an SM's shared memory is about a block's; each block also
+            // keeps its static arrays and 1 KiB the system reserves), the rest read from memory
+            // in each pass, from L2 after the first. At most half a chunk, so that the rest
+            // stays small against L2.
+            None if tuned.get("cluster_part", 0) != 0 => {
+                let (cn, k) = CLUSTER_PART;
+                let half = (c.smem_block / 2 - 2048) / 16 * 16;
+                if bytes(cn) > 2 * half {
+                    return None;
+                }
+                (cn, k, half)
+            }
+            None => return None,
+        };
         let grid = super::cluster_grid(rows as u64, cn);
-        let why = format!(
-            "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB each, of \
-             {}, two an SM): each stages a chunk with 16-byte asynchronous copies, maxima and \
-             sums exchanged through distributed shared memory, each element read once",
-            bytes(cn).cdiv(1024),
-            c.smem_block / 1024,
-        );
+        let why = if shared < bytes(cn) {
+            format!(
+                "rows of {len} over a cluster of {cn} blocks, two an SM: each stages the first \
+                 {} KiB of its {} KiB chunk with 16-byte asynchronous copies and reads the rest \
+                 from memory in each pass (from L2 after the first), maxima and sums exchanged \
+                 through distributed shared memory",
+                shared / 1024,
+                bytes(cn).cdiv(1024),
+            )
+        } else {
+            format!(
+                "rows of {len} over the shared memory of a cluster of {cn} blocks ({} KiB each, \
+                 of {}, two an SM): each stages a chunk with 16-byte asynchronous copies, maxima \
+                 and sums exchanged through distributed shared memory, each element read once",
+                bytes(cn).cdiv(1024),
+                c.smem_block / 1024,
+            )
+        };
         Some(Plan {
-            shared: bytes(cn) as u32,
+            shared: shared as u32,
             ..single(Kind::Packed, Launch::new(k, grid, smem_threads), why)
         })
     };

@@ -72,7 +72,11 @@ fn norm_weight_shift_only_where_a_config_sets_it() {
         );
         // Not in the built-in configs.
         let (_, l) = norm_plan(&builtin, 4096, 4097, itemsize, true);
-        assert!(l.kernel.starts_with("layer_norm_block_any_"), "{}", l.kernel);
+        assert!(
+            l.kernel.starts_with("layer_norm_block_any_"),
+            "{}",
+            l.kernel
+        );
     }
     let view = TuneView::new(&with, Some("sm_90"));
     let tuned = Tuned::select(&view, "norm", &[("cols", 4096), ("itemsize", 2)]).unwrap();
