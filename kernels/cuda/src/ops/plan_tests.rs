@@ -185,7 +185,8 @@ fn softmax_variant_per_row_length() {
         // an SM, else read twice.
         (1024, 128256, 2, true, "softmax_cluster_4 512"),
         (523, 128256, 4, true, "softmax_cluster_8 512"),
-        (256, 262144, 4, true, "softmax_online 1024"),
+        (256, 262144, 4, true, "softmax_cluster_part_8 512"),
+        (256, 1 << 20, 4, true, "softmax_online 1024"),
         (
             4,
             262144,
@@ -370,11 +371,12 @@ fn reduction_walk_per_shape_class() {
         col_pack: 1,
         itemsize: 4,
     };
-    // A full reduction of 256M elements: one output split over the SMs, then combined.
+    // A full reduction of 256M elements: one output split over the SMs, the chunks combined by
+    // the last block to finish one (sm_90.json: `single_pass`).
     let p = reduce_plan(&t, Op::Sum, class(1, 1 << 28, 1, None));
     assert_eq!(p.main.kernel, "sum_rows_block");
     assert_eq!(p.chunks, 4 * SMS);
-    assert_eq!(p.combine.as_ref().unwrap().kernel, "sum_combine");
+    assert!(p.single_pass && p.combine.is_none(), "{p:?}");
     // Last-axis reductions by length.
     assert_eq!(
         reduce_plan(&t, Op::Max, class(1 << 20, 3, 1, Some(3)))
@@ -506,13 +508,16 @@ fn norm_and_elementwise_variants() {
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Strided32, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("gelu_strided32", 8 * 132));
     assert!(why.text().contains("at most 1 wave"), "{}", why.text());
-    let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, tuned);
-    assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
-    // Four elements a thread a round: a quarter of the threads up to the cap.
-    let rounds = elementwise::Params {
-        strided_rounds: 4,
+    // One element a thread a round (default.json)...
+    let one = elementwise::Params {
+        strided_rounds: 1,
         ..tuned
     };
+    let (l, _) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, one);
+    assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
+    // ... or four (sm_90.json): a quarter of the threads up to the cap.
+    assert_eq!(tuned.strided_rounds, 4);
+    let rounds = tuned;
     let (l, why) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, rounds);
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 1));
     assert!(

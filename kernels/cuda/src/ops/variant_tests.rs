@@ -425,15 +425,19 @@ fn norm_tile_stages_where_a_config_sets_them() {
 }
 
 #[test]
-fn single_pass_reductions_only_where_a_config_sets_it() {
+fn single_pass_reductions_where_a_config_sets_it() {
     let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| rows_plan(t, op, nout, count, 1, 4);
-    let builtin = table(None);
+    let without = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4 } ] }"#,
+    ));
     let single = table(Some(
         r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "single_pass": 1 } ] }"#,
     ));
-    // A full sum of 64M elements and 8 rows of 16M: chunked either way; one launch with the key.
+    // A full sum of 64M elements and 8 rows of 16M: chunked either way; one launch with the key
+    // (as in sm_90.json).
     for (op, nout, count) in [(Op::Sum, 1, 1 << 26), (Op::Argmax, 8, 1 << 24)] {
-        let two = plan(&builtin, op, nout, count);
+        assert!(plan(&table(None), op, nout, count).single_pass);
+        let two = plan(&without, op, nout, count);
         assert!(
             two.chunks > 1 && two.combine.is_some() && !two.single_pass,
             "{two:?}"
