@@ -120,8 +120,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
     let k = names(op);
     let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
     let nv = len / v;
-    // A candidate, chosen only where a config sets `tile` (none does until a device run shows it
-    // faster): aligned rows of whole packs with weight and bias as packs, 64 to 1024 packs
+    // Where a config sets `tile` (sm_90.json, for 16-bit rows): aligned rows of whole packs with weight and bias as packs, 64 to 1024 packs
     // (bfloat16: 512 to 8192 elements), a warp per 128 packs.
     if tuned.get("tile", 0) != 0
         && c.aligned_rows
@@ -170,7 +169,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
         // The packs between the peeled head and tail: at most len / v.
         let most = (32 / v).clamp(1, if plain { 8 } else { 4 });
         let wanted = tuned.get("packs", 2).clamp(1, most);
-        // A candidate, chosen only where a config sets `cluster` (sm_90 on): aligned rows that
+        // Where a config sets `cluster` (sm_90 on; sm_90.json, for float32 rows): aligned rows that
         // one block holds only with more than `block_threads` threads (bfloat16 rows of more
         // than 16384 elements) over a cluster of the fewest CN blocks of at most that many
         // threads of 4 packs, two an SM where one block a row leaves one an SM.

@@ -517,17 +517,16 @@ fn norm_and_elementwise_variants() {
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 4));
     // ... or four (sm_90.json): a quarter of the threads up to the cap.
     assert_eq!(tuned.strided_rounds, 4);
-    let rounds = tuned;
-    let (l, why) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, rounds);
+    let (l, why) = elementwise::plan("add", true, 1000, Form::Strided32, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("add_scalar_strided32", 1));
     assert!(
         why.text().contains("4 elements a thread a round"),
         "{}",
         why.text()
     );
-    let (l, _) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, rounds);
+    let (l, _) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
-    let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, rounds);
+    let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, tuned);
     assert_eq!(l.grid.0, 8 * 132);
     let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, tuned);
     assert_eq!(l.kernel, "copy_strided");

@@ -181,9 +181,9 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             ),
         };
     }
-    // Where a config sets `argmax_key` (sm_90.json: 1): argmax of contiguous 16-bit rows of up
+    // Where a config sets `argmax_key` (sm_90.json: 2): argmax of contiguous 16-bit rows of up
     // to 65536 elements, enough rows for a warp each on every SM: one unsigned maximum an
-    // element (1), or a running maximum a lane on words (2, a candidate).
+    // element (1), or a running maximum a lane on words (2).
     let argmax_key = tuned.get("argmax_key", 0);
     if op == Op::Argmax
         && argmax_key != 0
@@ -250,7 +250,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         1 => "one thread".to_owned(),
         l => format!("{l} lanes"),
     };
-    // A candidate (`single_pass`, 0 none): the last block to finish a chunk of an output
+    // Where a config sets `single_pass` (sm_90.json): the last block to finish a chunk of an output
     // combines the output's chunks, one launch where the combine kernel is a second.
     let single_pass = chunks > 1 && tuned.get("single_pass", 0) != 0;
     Plan {

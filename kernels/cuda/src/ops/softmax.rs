@@ -48,8 +48,8 @@ const TILE: [(i64, i64, &str, &str); 10] = [
     (32, 16, "softmax_tile_32_16", "softmax_tileh_32_16"),
     (32, 32, "softmax_tile_32_32", "softmax_tileh_32_32"),
 ];
-/// The quad tiles (16 KiB, 128 threads), a candidate chosen only where a config sets
-/// `tile_quads`: (lanes per row, quads of 4 elements a lane, kernel).
+/// The quad tiles (16 KiB, 128 threads), chosen only where a config sets `tile_quads`
+/// (sm_90.json, for 16-bit rows): (lanes per row, quads of 4 elements a lane, kernel).
 const TILEQ: [(i64, i64, &str); 18] = [
     (1, 2, "softmax_tileq_1_2"),
     (1, 4, "softmax_tileq_1_4"),
@@ -350,7 +350,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             .find(|&&(cn, _)| 2 * bytes(cn) <= c.smem_block)
         {
             Some(&(cn, k)) => (cn, k, bytes(cn)),
-            // `cluster_part` (a candidate): chunks of 8 blocks longer than two blocks an SM
+            // `cluster_part` (sm_90.json, with `cluster`): chunks of 8 blocks longer than two blocks an SM
             // stage (float32 rows of 262144: 128 KiB) have their first packs staged, as many as
             // two blocks an SM hold (an SM's shared memory is about a block's; each block also
             // keeps its static arrays and 1 KiB the system reserves), the rest read from memory
