@@ -115,6 +115,17 @@ VARIANTS = {
     # phase) with weight and bias read as 16-byte packs shifted to x's phase (norm_block_shift_PK)
     # instead of element by element.
     "norm-weight-shift": ("norms", "norm", [dict(c, weight_shift=1) for c in NORM]),
+    # Aligned rows of 8 to 128 packs with fewer than 2 (4) packs a lane in a warp: G lanes a
+    # row and 32 / G rows a warp (softmax_lanes_G_N), about 2 (4) packs a lane in flight instead
+    # of one (16-bit rows of 256: a warp a row, 0.80-0.84 of copy; float32 rows of 32: 8 lanes
+    # of 4 elements, 0.78).
+    "softmax-lanes-2": ("softmax", "softmax", softmax_with(lane_packs=2)),
+    "softmax-lanes-4": ("softmax", "softmax", softmax_with(lane_packs=4)),
+    # Reductions split over few outputs (the full sum of 256 MiB of float32: 0.88 of copy) in
+    # one wave of blocks: 2 blocks of 512 threads an SM (52 registers a thread: two fit), or one
+    # of 1024, instead of two waves of 2.
+    "reduce-one-wave": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=2)]),
+    "reduce-1024": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=1, threads=1024)]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

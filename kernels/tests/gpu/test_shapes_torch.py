@@ -220,6 +220,15 @@ def test_softmax_other_axes_and_masks():
         m[5] = float("-inf")
         m[6, n // 2] = float("nan")
         check(K.softmax(m), m.double().softmax(-1), torch.bfloat16, f"masked {n}")
+    # Short rows, several a warp where a config sets lane_packs: a row of -inf and a NaN beside
+    # finite rows in the same warp, and a row count that leaves the last block part empty.
+    for dtype, n in [(torch.float32, 32), (torch.bfloat16, 256), (torch.float16, 256)]:
+        m = rand((301, n), dtype, -8, 8, seed=14)
+        m[:, ::5] = float("-inf")
+        m[5] = float("-inf")
+        m[6, n // 2] = float("nan")
+        m[7] = 0.0
+        check(K.softmax(m), m.double().softmax(-1), dtype, f"masked {n} {dtype}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

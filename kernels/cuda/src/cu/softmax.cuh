@@ -3,6 +3,7 @@
 // - softmax_group_G_N: G lanes of a warp per row (G = 1 ... 32), N elements a lane, in registers:
 //   short rows of any layout (len <= G * N <= 1024);
 // - softmax_warp_N: a warp per row, N 16-byte packs a lane: contiguous aligned rows of whole packs;
+//   softmax_lanes_G_N the same with G lanes a row, 32 / G rows a warp;
 // - softmax_block_PK: a block per row, PK packs a thread (up to 1024 threads): medium rows;
 // - softmax_online: a block per row, two passes over memory (the second from L2): a running
 //   (max, sum) per thread, 16-byte packs after peeling to alignment where the row is contiguous;
@@ -330,10 +331,14 @@ template <int G, int N> __device__ __forceinline__ void softmax_group(u64 px, u6
   }
 }
 
-// A warp per row, N packs a lane: contiguous aligned rows of len / VEC <= 32 N packs.
-template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
-  const int lane = threadIdx.x & 31;
-  const i64 per = blockDim.x >> 5, first = threadIdx.x >> 5, nv = len / VEC;
+// G lanes of a warp per row (a warp per row where G is 32), N packs a lane: contiguous aligned
+// rows of len / VEC <= G N packs. With G < 32 a warp holds 32 / G rows at once: a lane keeps N
+// packs of each of its loads in flight rather than one row's, and the G-lane reductions of the
+// warp's rows run side by side (rows of one pack a lane, 16-bit rows of 256, are bound by the
+// bytes a warp has in flight).
+template <int N, int G = 32> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i64 rows, i64 len, const Lay& L) {
+  const int lane = threadIdx.x & (G - 1);
+  const i64 per = blockDim.x / G, first = threadIdx.x / G, nv = len / VEC;
   for (i64 r = (i64)blockIdx.x * per + first; r - first < rows; r += (i64)gridDim.x * per) {
     const bool live = r < rows;
     i64 ox = 0, oo = 0;
@@ -342,7 +347,7 @@ template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i6
     Pack* o = (Pack*)((T*)po + oo);
     C v[N][VEC], m = NEG_INF;
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
-      i64 k = lane + p * 32;
+      i64 k = lane + p * G;
       if (live && k < nv) {
         const Pack q = x[k];
         pack_ld(q, v[p]);
@@ -351,15 +356,15 @@ template <int N> __device__ __forceinline__ void softmax_warp(u64 px, u64 po, i6
         _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] = NEG_INF;
       }
     }
-    m = warp_max(m);
+    m = warp_max(m, G);
     C s = 0;
     // Padding (-inf) weighs 0; a row of -inf is NaN throughout, as in PyTorch.
     _Pragma("unroll") for (int p = 0; p < N; ++p)
-      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = PAD_W(v[p][j] - m, live && lane + p * 32 < nv); s += v[p][j]; }
-    s = warp_sum(s);
+      _Pragma("unroll") for (int j = 0; j < VEC; ++j) { v[p][j] = PAD_W(v[p][j] - m, live && lane + p * G < nv); s += v[p][j]; }
+    s = warp_sum(s, G);
     C inv = (C)1 / s;
     _Pragma("unroll") for (int p = 0; p < N; ++p) {
-      i64 k = lane + p * 32;
+      i64 k = lane + p * G;
       if (live && k < nv) {
         _Pragma("unroll") for (int j = 0; j < VEC; ++j) v[p][j] *= inv;
         o[k] = pack_st(v[p]);
@@ -432,6 +437,15 @@ SOFTMAX_WARP(1, 4)
 SOFTMAX_WARP(2, 4)
 SOFTMAX_WARP(4, 4)
 SOFTMAX_WARP(8, 2)
+// Several rows a warp (`lane_packs`): G lanes a row, N packs a lane.
+#define SOFTMAX_LANES(G, N) \
+extern "C" __global__ void __launch_bounds__(256, 4) softmax_lanes_##G##_##N(u64 px, u64 po, i64 rows, i64 len, Lay L) { softmax_warp<N, G>(px, po, rows, len, L); }
+SOFTMAX_LANES(4, 2)
+SOFTMAX_LANES(4, 4)
+SOFTMAX_LANES(8, 2)
+SOFTMAX_LANES(8, 4)
+SOFTMAX_LANES(16, 2)
+SOFTMAX_LANES(16, 4)
 
 // The bound keeps every variant launchable at 1024 threads (at most 64 registers a thread).
 #define SOFTMAX_BLOCK(PK) \

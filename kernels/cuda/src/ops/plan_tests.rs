@@ -602,6 +602,7 @@ fn every_planned_kernel_is_in_the_source() {
         let found = match parts[1] {
             "group" => softmax_src.contains(&format!("SOFTMAX_GROUP({}, {}, ", parts[2], parts[3])),
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
+            "lanes" => softmax_src.contains(&format!("SOFTMAX_LANES({}, {})", parts[2], parts[3])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
             "cluster" => {
                 softmax_src.contains(&format!("SOFTMAX_CLUSTER({})", parts[2]))

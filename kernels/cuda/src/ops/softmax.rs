@@ -78,6 +78,15 @@ const WARP: [(i64, &str); 4] = [
     (4, "softmax_warp_4"),
     (8, "softmax_warp_8"),
 ];
+/// Several rows a warp (`lane_packs`): (lanes a row, packs a lane, kernel).
+const LANES: [(i64, i64, &str); 6] = [
+    (4, 2, "softmax_lanes_4_2"),
+    (4, 4, "softmax_lanes_4_4"),
+    (8, 2, "softmax_lanes_8_2"),
+    (8, 4, "softmax_lanes_8_4"),
+    (16, 2, "softmax_lanes_16_2"),
+    (16, 4, "softmax_lanes_16_4"),
+];
 /// Rows staged over a cluster of CN blocks: (CN, kernel).
 const CLUSTER: [(i64, &str); 3] = [
     (2, "softmax_cluster_2"),
@@ -99,6 +108,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     v.extend(TILE.iter().flat_map(|t| [t.2, t.3]));
     v.extend(TILEQ.iter().map(|t| t.2));
     v.extend(WARP.iter().map(|w| w.1));
+    v.extend(LANES.iter().map(|w| w.2));
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend(CLUSTER.iter().map(|b| b.1));
     v.push(CLUSTER_PART.1);
@@ -272,6 +282,25 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             }
         }
     };
+    // A candidate (`lane_packs` P, 0 none): aligned rows of 8 to 128 packs with fewer than P
+    // packs a lane in a warp take G lanes a row (G < 32, about P packs a lane) and 32 / G rows a
+    // warp, so that a lane has P packs in flight, not one.
+    let lane_packs = tuned.get("lane_packs", 0).clamp(0, 4);
+    if whole && lane_packs > 1 && (8..=128).contains(&nv) && nv.cdiv(32) < lane_packs {
+        let g = (pow2ceil(nv.cdiv(lane_packs))).clamp(4, 16);
+        let n = pow2ceil(nv.cdiv(g));
+        if let Some(e) = LANES.iter().find(|e| e.0 == g && e.1 == n) {
+            let (grid, why) = lanes_grid(
+                256 / g,
+                format!(
+                    "rows of {len} = {nv} aligned 16-byte packs: {g} lanes a row, {} rows a \
+                     warp, {n} packs a lane (lane_packs = {lane_packs})",
+                    32 / g
+                ),
+            );
+            return single(Kind::Packed, Launch::new(e.2, grid, 256), why);
+        }
+    }
     if whole && (32..=32 * 8).contains(&nv) {
         let n = pow2ceil(nv.cdiv(32));
         let k = WARP.iter().find(|w| w.0 == n).expect("n <= 8").1;

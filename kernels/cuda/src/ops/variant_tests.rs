@@ -405,6 +405,58 @@ fn softmax_lane_grids_capped_only_where_a_config_sets_it() {
 }
 
 #[test]
+fn softmax_rows_a_warp_only_where_a_config_sets_lane_packs() {
+    // Without the key: bfloat16 rows of 256 a warp a row (one pack a lane), float32 rows of 32
+    // in lane groups of elements.
+    let builtin = table(None);
+    assert_eq!(
+        softmax_plan(&builtin, 256, 2, true).main.kernel,
+        "softmax_warp_1"
+    );
+    assert_eq!(
+        softmax_plan(&builtin, 32, 4, true).main.kernel,
+        "softmax_group_8_4"
+    );
+    // (len, itemsize, lane_packs) -> kernel, grid for 2^20 rows of 256 threads / G rows a block.
+    let cases = [
+        (256, 2, 2, "softmax_lanes_16_2", 16),
+        (256, 2, 4, "softmax_lanes_8_4", 8),
+        (32, 4, 2, "softmax_lanes_4_2", 4),
+        (32, 4, 4, "softmax_lanes_4_2", 4),
+        (256, 4, 4, "softmax_lanes_16_4", 16),
+        (64, 2, 2, "softmax_lanes_4_2", 4),
+        (128, 4, 2, "softmax_lanes_16_2", 16),
+    ];
+    for (len, itemsize, packs, kernel, lanes) in cases {
+        let t = table(Some(&format!(
+            r#"{{ "softmax": [ {{ "tile_max": 0, "lane_packs": {packs} }} ] }}"#
+        )));
+        let p = softmax_plan(&t, len, itemsize, true);
+        assert_eq!(
+            (p.main.kernel, p.main.grid.0, p.main.block),
+            (kernel, (1u32 << 20) / (256 / lanes), 256),
+            "{len} x {itemsize} bytes, lane_packs {packs}"
+        );
+        assert!(
+            p.why.contains(&format!("{} rows a warp", 32 / lanes)),
+            "{}",
+            p.why
+        );
+    }
+    // Rows a warp already gives `lane_packs` packs a lane (float32 rows of 256, 2 packs), rows
+    // not of whole aligned packs and rows too long for the table keep their variants.
+    let t = table(Some(
+        r#"{ "softmax": [ { "tile_max": 0, "lane_packs": 2 } ] }"#,
+    ));
+    assert_eq!(softmax_plan(&t, 256, 4, true).main.kernel, "softmax_warp_2");
+    assert_eq!(
+        softmax_plan(&t, 250, 2, true).main.kernel,
+        "softmax_group_32_8"
+    );
+    assert_eq!(softmax_plan(&t, 800, 2, true).main.kernel, "softmax_warp_4");
+}
+
+#[test]
 fn norm_tile_stages_where_a_config_sets_them() {
     let three = table(Some(
         r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1, "tile_stages": 3 } ] }"#,
