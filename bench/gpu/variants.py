@@ -126,6 +126,11 @@ VARIANTS = {
     # of 1024, instead of two waves of 2.
     "reduce-one-wave": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=2)]),
     "reduce-1024": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=1, threads=1024)]),
+    # The norm tiles (16-bit rows of 512 to 8192) with weight and bias read from L1 each pass
+    # instead of held in registers (108-112 registers, two blocks an SM): three blocks an SM
+    # (76-78 registers) or four (64, a few spilled).
+    "norm-tile-l1-3": ("norms", "norm", [dict(c, tile_l1=3) for c in NORM]),
+    "norm-tile-l1-4": ("norms", "norm", [dict(c, tile_l1=4) for c in NORM]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

@@ -69,6 +69,14 @@ __device__ __forceinline__ void st_stream(void* p, U4 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
+// 16 read-only bytes through the non-coherent (texture) path: data that every block of an SM
+// rereads (a norm's weight) stays in L1.
+__device__ __forceinline__ U4 ld_nc(const void* p) {
+  U4 v;
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // 16 bytes from global to shared memory without passing through registers (both 16-byte
 // aligned); cp_async_wait_all waits for this thread's copies (a barrier then publishes them).
 // Before sm_80: a plain copy through registers.

@@ -11,6 +11,7 @@
 // - norm_cluster_CN (sm_90): the block variant's row split over a cluster of CN blocks;
 // - norm_tile: rows of up to 8 warps' packs, several a block, the next rows prefetched into shared
 //   memory while these are computed (aligned rows of whole packs, weight and bias as packs);
+//   norm_tile_l1_B the same with weight and bias read from L1 each pass, B blocks an SM;
 // - norm_rows: a block per row, any length and strides (the row read twice).
 
 
@@ -286,8 +287,12 @@ template <int OPK> __device__ __forceinline__ void norm_rows(u64 px, u64 po, u64
 // S stages: the next S - 1 passes in flight while one is computed (`norm_tile`: S = 2, static
 // shared memory; `norm_tile3`, the `tile_stages` 3 candidate: S = 3 in 48 KiB of dynamic shared
 // memory, twice the loads in flight where two blocks of 108-122 registers fill an SM).
+// WL 1 (`norm_tile_l1_B`, the `tile_l1` candidate): weight and bias not held in registers but
+// read each pass where they are used, from L1 (every block of an SM reads the same columns): B
+// blocks an SM instead of two (3: 76-78 registers, 4: 64 with 24-56 bytes of spills for 16-bit
+// types).
 #define NT_PK 4
-template <int OPK, int S> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr, Pack (*stage)[NT_PK * 256]) {
+template <int OPK, int S, int WL = 0> __device__ __forceinline__ void norm_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, const Lay& L, double eps, int wr, Pack (*stage)[NT_PK * 256]) {
   // Cross-warp sums by pass parity: a warp writes the next pass's before a slower one of its row
   // has read this pass's (rms_norm has one barrier a pass).
   __shared__ C red[2][2][8];
@@ -297,10 +302,12 @@ template <int OPK, int S> __device__ __forceinline__ void norm_tile(u64 px, u64 
   const i64 k0 = wi * 32 + lane, step = 32 * wr;
   const Pack* w = (const Pack*)pw; const Pack* b = (const Pack*)pb;
   Pack wq[NT_PK], bq[NT_PK];
-  _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
-    const i64 k = k0 + j * step;
-    if (w && k < nv) wq[j] = w[k];
-    if (b && k < nv) bq[j] = b[k];
+  if (!WL) {
+    _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
+      const i64 k = k0 + j * step;
+      if (w && k < nv) wq[j] = w[k];
+      if (b && k < nv) bq[j] = b[k];
+    }
   }
   // This thread's packs of pass t into stage s (slot j * 256 + thread: a warp's 16-byte
   // accesses are 512 contiguous bytes), then the group is closed (empty past the last pass).
@@ -372,10 +379,16 @@ template <int OPK, int S> __device__ __forceinline__ void norm_tile(u64 px, u64 
         // and two results rounded into a word at once.
         // Weight and bias widened here, each pass: the empty asm on their words keeps the
         // compiler from hoisting the widening out of the loop (64 live floats, which spill).
-        Pack wp = wq[j], bp = bq[j];
-        U4& wu = *(U4*)&wp;
-        U4& bu = *(U4*)&bp;
-        asm volatile("" : "+r"(wu.x), "+r"(wu.y), "+r"(wu.z), "+r"(wu.w), "+r"(bu.x), "+r"(bu.y), "+r"(bu.z), "+r"(bu.w));
+        Pack wp, bp;
+        if (WL) {
+          if (w) *(U4*)&wp = ld_nc(w + k);
+          if (b) *(U4*)&bp = ld_nc(b + k);
+        } else {
+          wp = wq[j]; bp = bq[j];
+          U4& wu = *(U4*)&wp;
+          U4& bu = *(U4*)&bp;
+          asm volatile("" : "+r"(wu.x), "+r"(wu.y), "+r"(wu.z), "+r"(wu.w), "+r"(bu.x), "+r"(bu.y), "+r"(bu.z), "+r"(bu.w));
+        }
         C z[VEC], wv[VEC], bv[VEC];
         const Pack xq = v[j * 256];
         vals_ld<VEC>(xq.v, z);
@@ -415,6 +428,12 @@ extern "C" __global__ void __launch_bounds__(1024) NAME##_block_shift_4(NORM_ARG
 extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
   __shared__ __align__(16) Pack stages[2][NT_PK * 256]; \
   norm_tile<OPK, 2>(px, po, pw, pb, rows, len, L, eps, wr, stages); } \
+extern "C" __global__ void __launch_bounds__(256, 3) NAME##_tile_l1_3(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
+  __shared__ __align__(16) Pack stages[2][NT_PK * 256]; \
+  norm_tile<OPK, 2, 1>(px, po, pw, pb, rows, len, L, eps, wr, stages); } \
+extern "C" __global__ void __launch_bounds__(256, 4) NAME##_tile_l1_4(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
+  __shared__ __align__(16) Pack stages[2][NT_PK * 256]; \
+  norm_tile<OPK, 2, 1>(px, po, pw, pb, rows, len, L, eps, wr, stages); } \
 extern "C" __global__ void __launch_bounds__(256, 2) NAME##_tile3(u64 px, u64 po, u64 pw, u64 pb, i64 rows, i64 len, Lay L, double eps, int wr) { \
   extern __shared__ __align__(16) unsigned char norm_stages[]; \
   norm_tile<OPK, 3>(px, po, pw, pb, rows, len, L, eps, wr, (Pack (*)[NT_PK * 256])norm_stages); } \

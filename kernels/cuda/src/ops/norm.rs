@@ -41,11 +41,16 @@ pub enum Kind {
     Tile(i32, u32),
 }
 
-/// The tile variants' kernels: two stages (static shared memory) or three (`tile3`).
+/// The tile variants' kernels: two stages (static shared memory), three (`tile3`), or two with
+/// weight and bias read from L1 each pass at 3 or 4 blocks an SM (`tile_l1`: stages -3, -4 here).
 fn tile_name(op: Op, stages: i64) -> &'static str {
     match (op, stages) {
         (Op::LayerNorm, 3) => "layer_norm_tile3",
         (Op::RmsNorm, 3) => "rms_norm_tile3",
+        (Op::LayerNorm, -3) => "layer_norm_tile_l1_3",
+        (Op::RmsNorm, -3) => "rms_norm_tile_l1_3",
+        (Op::LayerNorm, -4) => "layer_norm_tile_l1_4",
+        (Op::RmsNorm, -4) => "rms_norm_tile_l1_4",
         (Op::LayerNorm, _) => "layer_norm_tile",
         (Op::RmsNorm, _) => "rms_norm_tile",
         (op, _) => unreachable!("{op} is not a normalization"),
@@ -104,7 +109,7 @@ fn cluster_names(op: Op) -> [(i64, &'static str); 3] {
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
     v.extend(names(Op::RmsNorm));
-    for stages in [2, 3] {
+    for stages in [-4, -3, 2, 3] {
         v.extend([
             tile_name(Op::LayerNorm, stages),
             tile_name(Op::RmsNorm, stages),
@@ -131,24 +136,36 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
         let wr = (nv.cdiv(128) as u64).next_power_of_two() as i64;
         let per = 8 / wr;
         let passes = (rows as i64).cdiv(per) as u64;
-        let grid = passes.min((sms * tuned.get("tile_blocks_per_sm", 2).max(1)) as u64);
+        // `tile_l1` B (a candidate, 3 or 4): weight and bias read from L1 each pass, not held in
+        // registers, so that B blocks fit an SM (the grid's blocks an SM then).
+        let l1 = tuned.get("tile_l1", 0).clamp(0, 4);
+        let l1 = if l1 > 0 { l1.max(3) } else { 0 };
+        let per_sm = tuned.get("tile_blocks_per_sm", if l1 > 0 { l1 } else { 2 });
+        let grid = passes.min((sms * per_sm.max(1)) as u64);
         // `tile_stages` 3 (a candidate): the next two passes in flight, in dynamic shared memory.
-        let stages = if tuned.get("tile_stages", 2) >= 3 {
+        let stages = if l1 > 0 {
+            2
+        } else if tuned.get("tile_stages", 2) >= 3 {
             3
         } else {
             2
         };
         let why = format!(
             "rows of {len} = {nv} aligned packs: {wr} warp{} a row, {per} row{} a pass, the next \
-             {} prefetched into shared memory (tile, {stages} stages)",
+             {} prefetched into shared memory (tile, {stages} stages{})",
             if wr == 1 { "" } else { "s" },
             if per == 1 { "" } else { "s" },
-            if stages == 3 { "two passes" } else { "pass" }
+            if stages == 3 { "two passes" } else { "pass" },
+            if l1 > 0 {
+                format!(", weight and bias read from L1 each pass, {l1} blocks an SM")
+            } else {
+                String::new()
+            }
         );
         let shared = if stages == 3 { 3 * TILE_STAGE } else { 0 };
         return (
             Kind::Tile(wr as i32, shared),
-            Launch::new(tile_name(op, stages), grid, 256),
+            Launch::new(tile_name(op, if l1 > 0 { -l1 } else { stages }), grid, 256),
             why,
         );
     }

@@ -477,6 +477,38 @@ fn norm_tile_stages_where_a_config_sets_them() {
 }
 
 #[test]
+fn norm_tile_weights_from_l1_where_a_config_sets_them() {
+    // The built-in tiles hold weight and bias in registers, two blocks an SM.
+    let (kind, l) = norm_plan(&table(None), 65536, 4096, 2, true);
+    assert_eq!(
+        (kind, l.kernel, l.grid.0),
+        (norm::Kind::Tile(4, 0), "layer_norm_tile", 2 * SMS as u32)
+    );
+    // `tile_l1` B: the L1 kernel of B blocks an SM (1 or 2 ask for 3), grid B an SM; two static
+    // stages; few rows still one block a pass.
+    for (b, want) in [(3, 3), (4, 4), (1, 3)] {
+        let t = table(Some(&format!(
+            r#"{{ "norm": [ {{ "threads": 512, "packs": 2, "tile": 1, "tile_l1": {b} }} ] }}"#
+        )));
+        for (len, wr) in [(1024, 1), (8192, 8)] {
+            let (kind, l) = norm_plan(&t, 65536, len, 2, true);
+            assert_eq!(kind, norm::Kind::Tile(wr, 0), "{len}");
+            assert_eq!(
+                (l.kernel, l.grid.0, l.block),
+                (
+                    format!("layer_norm_tile_l1_{want}").as_str(),
+                    want * SMS as u32,
+                    256
+                ),
+                "tile_l1 {b}, {len}"
+            );
+        }
+        let (_, l) = norm_plan(&t, 40, 8192, 2, true);
+        assert_eq!(l.grid.0, 40);
+    }
+}
+
+#[test]
 fn single_pass_reductions_where_a_config_sets_it() {
     let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| rows_plan(t, op, nout, count, 1, 4);
     let without = table(Some(
