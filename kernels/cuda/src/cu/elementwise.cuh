@@ -6,7 +6,8 @@
 // Each step a block reads P blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
 // neighbouring blocks read neighbouring memory, and each thread has P loads in flight (binary
 // forms: 4 of each operand; unary: 4 or 8, `unary_packs` of the tuning, so that a unary op can
-// keep as many bytes in flight as a binary one).
+// keep as many bytes in flight as a binary one; or 1, a candidate: a pack a thread over as many
+// blocks as packs / blockDim).
 #define TILE_LOOP(k, u, nv, P) \
   const u64 tile = (P) * (u64)blockDim.x, step = tile * gridDim.x; \
   u64 k = (u64)blockIdx.x * tile + threadIdx.x; \
@@ -251,6 +252,7 @@ extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, L
 struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
 extern "C" __global__ void NAME##_vec(u64 pa, u64 po, u64 n) { unary_vec<4>(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_vec8(u64 pa, u64 po, u64 n) { unary_vec<8>(pa, po, n, F_##NAME()); } \
+extern "C" __global__ void NAME##_vec1(u64 pa, u64 po, u64 n) { unary_vec<1>(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); }

@@ -62,12 +62,13 @@ pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
     )
 }
 
-/// The packed unary kernel of op `name` with 8 packs a thread per step (`NAME_vec8`), if any.
-pub(super) fn kernel_vec8(name: &str) -> Option<&'static str> {
+/// The packed unary kernel of op `name` with 8 packs (`NAME_vec8`) or 1 pack (`NAME_vec1`) a
+/// thread per step, if any.
+pub(super) fn kernel_packs(name: &str, packs: u64) -> Option<&'static str> {
     macro_rules! table {
         ($($n:literal),*) => {
-            match name {
-                $($n => Some(concat!($n, "_vec8")),)*
+            match (name, packs) {
+                $(($n, 8) => Some(concat!($n, "_vec8")), ($n, 1) => Some(concat!($n, "_vec1")),)*
                 _ => None,
             }
         };

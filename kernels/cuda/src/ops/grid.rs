@@ -2,7 +2,7 @@
 //! once per thread while the configs do not depend on the shape), the grid of a form, and the
 //! reason for `explain` (formatted only there).
 
-use super::elementwise::{kernel, kernel_vec8, Form};
+use super::elementwise::{kernel, kernel_packs, Form};
 use super::{CeilDiv, Launch, Tuned};
 use rffi_core::Result;
 use rffi_kernels::OpCall;
@@ -73,7 +73,8 @@ pub struct Params {
     pub waves: u64,
     pub vec_blocks_per_sm: u64,
     pub vec_waves: u64,
-    /// Packs a thread per step of the packed unary kernels (`NAME_vec`: 4, `NAME_vec8`: 8).
+    /// Packs a thread per step of the packed unary kernels (`NAME_vec`: 4, `NAME_vec8`: 8,
+    /// `NAME_vec1`: 1).
     pub unary_packs: u64,
     /// Elements a thread a round of the 32-bit strided kernels (1 or 4).
     pub strided_rounds: u64,
@@ -89,10 +90,10 @@ impl Params {
             waves: cap("waves", 1),
             vec_blocks_per_sm: cap("vec_blocks_per_sm", 0),
             vec_waves: cap("vec_waves", 0),
-            unary_packs: if tuned.get("unary_packs", 4) >= 8 {
-                8
-            } else {
-                4
+            unary_packs: match tuned.get("unary_packs", 4) {
+                p if p >= 8 => 8,
+                1 => 1,
+                _ => 4,
             },
             strided_rounds: if tuned.get("strided_rounds", 1) >= 4 {
                 4
@@ -133,13 +134,13 @@ pub fn plan(
     } else {
         params.threads
     };
-    // Packed unary kernels with 8 packs a thread per step, where the tuning asks for them.
-    let packs8 = match form {
-        Form::Vec if !scalar && params.unary_packs == 8 => kernel_vec8(name),
+    // Packed unary kernels with 8 or 1 packs a thread per step, where the tuning asks for them.
+    let packed = match form {
+        Form::Vec if !scalar && params.unary_packs != 4 => kernel_packs(name, params.unary_packs),
         _ => None,
     };
     let work = match form {
-        Form::Vec if packs8.is_some() => n.cdiv(vec).cdiv(8),
+        Form::Vec if packed.is_some() => n.cdiv(vec).cdiv(params.unary_packs),
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
         Form::Strided32 => n.cdiv(params.strided_rounds),
         Form::Strided => n,
@@ -148,7 +149,7 @@ pub fn plan(
     let blocks = work.cdiv(threads).clamp(1, cap);
     (
         Launch::new(
-            packs8.unwrap_or_else(|| kernel(name, scalar, form)),
+            packed.unwrap_or_else(|| kernel(name, scalar, form)),
             blocks,
             threads,
         ),
@@ -156,7 +157,7 @@ pub fn plan(
             form,
             packs: match form {
                 Form::Strided32 => params.strided_rounds,
-                _ if packs8.is_some() => 8,
+                _ if packed.is_some() => params.unary_packs,
                 _ => 4,
             },
             vec,

@@ -505,6 +505,16 @@ fn norm_and_elementwise_variants() {
     };
     let (l, _) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, four);
     assert_eq!((l.kernel, l.grid.0), ("exp_vec", 1 << 15));
+    // One pack a thread (a candidate): a block per 256 packs; a number operand keeps 4.
+    let one = elementwise::Params {
+        unary_packs: 1,
+        ..tuned
+    };
+    let (l, why) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, one);
+    assert_eq!((l.kernel, l.grid.0), ("exp_vec1", 1 << 17));
+    assert!(why.text().contains("1 a thread per step"), "{}", why.text());
+    let (l, _) = elementwise::plan("mul", true, 1 << 28, Form::Vec, 8, SMS, one);
+    assert_eq!((l.kernel, l.grid.0), ("mul_scalar_vec", 1 << 15));
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Strided32, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("gelu_strided32", 8 * 132));
     assert!(why.text().contains("at most 1 wave"), "{}", why.text());
@@ -657,12 +667,16 @@ fn every_planned_kernel_is_in_the_source() {
     assert!(ew.contains("NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L)"));
     assert!(ew.contains("NAME##_tiled(u64 pa, u64 po, Tl L)"));
     assert!(ew.contains("NAME##_vec8(u64 pa, u64 po, u64 n)"));
+    assert!(ew.contains("NAME##_vec1(u64 pa, u64 po, u64 n)"));
     for name in ["relu", "exp", "gelu", "gelu_tanh", "softmax1", "copy"] {
         assert!(ew.contains(&format!("UNARY({name}, ")), "{name}");
-        assert_eq!(
-            elementwise::kernel_vec8(name),
-            Some(format!("{name}_vec8").as_str())
-        );
+        for packs in [1, 8] {
+            assert_eq!(
+                elementwise::kernel_packs(name, packs),
+                Some(format!("{name}_vec{packs}").as_str())
+            );
+        }
+        assert_eq!(elementwise::kernel_packs(name, 4), None);
     }
-    assert_eq!(elementwise::kernel_vec8("add"), None);
+    assert_eq!(elementwise::kernel_packs("add", 8), None);
 }
