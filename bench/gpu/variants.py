@@ -144,6 +144,9 @@ VARIANTS = {
         "elementwise",
         [dict(c, unary_packs=1, threads=128) for c in ELEMENTWISE_90],
     ),
+    # One-pass reductions with their counters and partials in memory kept for the stream's
+    # next call (no allocation, no memset a call).
+    "reduce-kept-scratch": ("reductions", "reduce", [dict(REDUCE_90, kept_scratch=1)]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

@@ -447,6 +447,69 @@ impl Drop for Scratch {
     }
 }
 
+/// Device memory kept per (device, stream) for one-pass reductions: a region of u32 counters that
+/// is zero between kernels (the kernel that counts sets each counter back to 0), then room for
+/// partials. A call reuses it with no allocation and no memset; one that needs more frees it and
+/// allocates a larger one in stream order, zeroing its counters once. The lock is held while `f`
+/// enqueues its work, so a growth on another thread cannot free memory that a launch not yet
+/// enqueued would use; every use is ordered on its stream.
+///
+/// `f` gets the partials' address; counter `o` (o < counters / 4) is at that address - 4 (o + 1).
+pub fn with_kept_scratch<R>(
+    ordinal: i32,
+    stream: sys::CUstream,
+    counters: usize,
+    partials: usize,
+    f: impl FnOnce(u64) -> Result<R>,
+) -> Result<R> {
+    struct Kept {
+        ordinal: i32,
+        stream: usize,
+        ptr: u64,
+        counters: usize,
+        partials: usize,
+    }
+    static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let at = kept
+        .iter()
+        .position(|k| k.ordinal == ordinal && k.stream == stream as usize);
+    let fits = at.is_some_and(|i| kept[i].counters >= counters && kept[i].partials >= partials);
+    if !fits {
+        let (old_c, old_p, old_ptr) = at.map_or((0, 0, 0), |i| {
+            (kept[i].counters, kept[i].partials, kept[i].ptr)
+        });
+        let c = counters.max(old_c).max(256).next_power_of_two();
+        let p = partials.max(old_p).max(4096).next_power_of_two();
+        // SAFETY: a stream-ordered allocation used only on `stream`.
+        let ptr = unsafe { result::malloc_async(stream, c + p) }
+            .map_err(|e| err("cuMemAllocAsync", e))?;
+        // SAFETY: the counters lie within the allocation just made, used only on `stream`.
+        if let Err(e) = unsafe { zero_async(ptr, c, stream) } {
+            // SAFETY: allocated above on this stream, never used.
+            let _ = unsafe { result::free_async(ptr, stream) };
+            return Err(e);
+        }
+        if old_ptr != 0 {
+            // SAFETY: allocated on this stream; freed after the work queued on it.
+            let _ = unsafe { result::free_async(old_ptr, stream) };
+        }
+        let k = Kept {
+            ordinal,
+            stream: stream as usize,
+            ptr,
+            counters: c,
+            partials: p,
+        };
+        match at {
+            Some(i) => kept[i] = k,
+            None => kept.push(k),
+        }
+    }
+    let k = &kept[at.unwrap_or(kept.len() - 1)];
+    f(k.ptr + k.counters as u64)
+}
+
 /// Allocates a device buffer for an output when the host has no environment allocator; freed
 /// (synchronously, in the device's context) when the tensor dies.
 pub fn alloc_output(bytes: usize, device: Device) -> Result<(u64, Box<dyn FnOnce() + Send>)> {

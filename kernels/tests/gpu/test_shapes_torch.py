@@ -152,6 +152,14 @@ def test_reductions_on_any_axes(dtype):
     check(K.max(v), v.double().max(), dtype, "max 4M")
     r = rand((3, 300_007), dtype, -3, 3, seed=8)
     assert torch.equal(T(K.argmax(r, -1)), r.double().argmax(-1)), "argmax long rows"
+    # Chunked reductions one after another on the stream, outputs and chunks growing and
+    # shrinking (a single pass's counters, in memory kept for the next call where a config asks).
+    for rows, n in [(1, 1 << 22), (5, 1 << 20), (1, 1 << 18), (12, 1 << 19), (2, 1 << 21)]:
+        y = rand((rows, n), dtype, lo, 3 * lo, seed=rows)
+        check(K.sum(y, -1), y.double().sum(-1), dtype, f"sum {rows} x {n}")
+        m = rand((rows, n), dtype, -3, 3, seed=rows + 1)
+        check(K.max(m, -1), m.double().amax(-1), dtype, f"max {rows} x {n}")
+        assert torch.equal(T(K.argmax(m, -1)), m.double().argmax(-1)), f"argmax {rows} x {n}"
     cl = rand((100_003, 7), dtype, 0.5, 1.5, seed=9)
     check(K.mean(cl, 0), cl.double().mean(0), dtype, "mean long columns")
     t = rand((129, 37), dtype, 0.5, 1.5, seed=10).t()

@@ -217,8 +217,10 @@ template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u6
 // Rows walk, a block per work item. `flags`: 1, the run may be read in packs; 2 (chunked runs),
 // the last block to finish a chunk of an output combines the output's chunks itself (one kernel,
 // where otherwise a second one does): each block counts its finished chunk in the output's
-// counter, a u32 after the partials that the host zeroes, once its partial is visible to every
-// block (the fence), and the block that counts the last chunk reads the partials from L2.
+// counter (a u32 before the partials: output o's at ppart - 4 (o + 1), zero when the kernel
+// starts) once its partial is visible to every block (the fence), and the block that counts the
+// last chunk reads the partials from L2, then sets the counter back to zero (memory the host
+// keeps for the next call then needs no zeroing).
 template <int R> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
   __shared__ int last;
   for (i64 w = blockIdx.x; w < items; w += gridDim.x) {
@@ -228,14 +230,17 @@ template <int R> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u
     if (threadIdx.x == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
     if (chunks > 1 && (flags & 2)) {
       const i64 o = w / chunks;
+      u32* counter = (u32*)ppart - 1 - o;
       if (threadIdx.x == 0) {
         // The partial visible to every block (membar.gl), then counted (one atomic add).
-        u32* counts = (u32*)(ppart + (u64)items * sizeof(PAcc)), seen;
-        asm volatile("membar.gl;\n\tatom.global.add.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counts + o) : "memory");
+        u32 seen;
+        asm volatile("membar.gl;\n\tatom.global.add.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
         last = seen == (u32)(chunks - 1);
       }
       __syncthreads();
       if (last && threadIdx.x < 32) combine_one<R>(ppart, po, L, o, true, chunks, chunks, 1, count, true);
+      // Every other block of the output has counted: nothing reads the counter after this.
+      if (last && threadIdx.x == 0) *counter = 0;
     }
     __syncthreads();
   }

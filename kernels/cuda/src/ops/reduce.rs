@@ -11,8 +11,9 @@
 //!   leading axis): a thread per output, chunks of the reduced axis over blockIdx.y.
 
 use super::{arg, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
-use crate::driver::{function, launch, Scratch};
+use crate::driver::{function, launch, with_kept_scratch, Scratch};
 use crate::source::{Family, MAX_DIMS};
+use cudarc::driver::sys;
 use rffi_core::error::kind;
 use rffi_core::{Error, Result};
 use rffi_kernels::{Explanation, Op, OpCall};
@@ -60,9 +61,12 @@ pub struct Plan {
     pub main: Launch,
     /// Set when the reduction is split into chunks combined by a second kernel.
     pub combine: Option<Launch>,
-    /// Chunks combined by the last block of each output instead (`single_pass`: one kernel; the
-    /// partials are followed by a zeroed u32 counter an output).
+    /// Chunks combined by the last block of each output instead (`single_pass`: one kernel; a
+    /// zeroed u32 counter an output before the partials).
     pub single_pass: bool,
+    /// The counters and partials of a single pass in memory kept for the stream's later calls
+    /// (`kept_scratch`, a candidate: no allocation and no memset a call).
+    pub kept_scratch: bool,
     pub chunks: i64,
     pub chunk: i64,
     pub columns: bool,
@@ -155,6 +159,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             main,
             combine: combine(chunks),
             single_pass: false,
+            kept_scratch: false,
             chunks,
             chunk,
             columns: true,
@@ -209,6 +214,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
             main: Launch::new(kernel, (nout as u64).cdiv(8), 256),
             combine: None,
             single_pass: false,
+            kept_scratch: false,
             chunks: 1,
             chunk: count,
             columns: false,
@@ -257,6 +263,7 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         main,
         combine: if single_pass { None } else { combine(chunks) },
         single_pass,
+        kept_scratch: single_pass && tuned.get("kept_scratch", 0) != 0,
         chunks,
         chunk,
         columns: false,
@@ -378,25 +385,43 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
     if call.out.numel() == 0 {
         return Ok(());
     }
-    let (mut l, c, p, _) = plan_call(call)?;
+    let (l, c, p, _) = plan_call(call)?;
     let st = stream(call);
-    // Chunked runs leave partials; in one pass, a u32 counter an output follows them, zeroed.
+    // Chunked runs leave partials; in one pass, a u32 counter an output before them, zeroed.
     let partials = c.nout as usize * p.chunks as usize * PACC;
     let counters = if p.single_pass {
-        c.nout as usize * 4
+        (c.nout as usize * 4).next_multiple_of(16)
     } else {
         0
     };
+    if p.kept_scratch {
+        return with_kept_scratch(call.device.index(), st, counters, partials, |pp| {
+            launch_reduce(call, l, &c, &p, pp, st)
+        });
+    }
     let scratch = if p.chunks > 1 {
-        Some(Scratch::new(partials + counters, st)?)
+        Some(Scratch::new(counters + partials, st)?)
     } else {
         None
     };
     if let Some(s) = scratch.as_ref().filter(|_| p.single_pass) {
-        s.zero(partials, counters)?;
+        s.zero(0, counters)?;
     }
+    let pp = scratch.as_ref().map_or(0, |s| s.ptr + counters as u64);
+    // The scratch is freed after the launches, in stream order.
+    launch_reduce(call, l, &c, &p, pp, st)
+}
+
+/// The main kernel (and the combine kernel, if any) of plan `p` with partials at `pp`.
+fn launch_reduce(
+    call: &OpCall<'_>,
+    mut l: RLay,
+    c: &Class,
+    p: &Plan,
+    mut pp: u64,
+    st: sys::CUstream,
+) -> Result<()> {
     let (mut px, mut po) = (ptr(&call.inputs[0]), ptr(call.out));
-    let mut pp = scratch.as_ref().map_or(0, |s| s.ptr);
     let (mut chunks, mut chunk, mut count) = (p.chunks, p.chunk, c.count);
     let family = Family::Reduce(op_index(call.op));
     let f = function(call.device, call.dtype, family, p.main.kernel)?;
@@ -435,7 +460,7 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
             arg(&mut sc),
             arg(&mut count),
         ];
-        // SAFETY: as above; the scratch is freed after this launch in stream order.
+        // SAFETY: as above; the scratch outlives this launch in stream order.
         unsafe { launch(f, cl.grid, cl.block, st, &mut args) }?;
     }
     Ok(())

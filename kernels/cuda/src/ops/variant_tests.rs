@@ -536,4 +536,15 @@ fn single_pass_reductions_where_a_config_sets_it() {
     // Unchunked reductions are one launch already.
     let p = plan(&single, Op::Sum, 65536, 4096);
     assert_eq!((p.chunks, p.single_pass), (1, false));
+    // Memory kept for the stream only for a single pass, and only where a config asks.
+    assert!(!plan(&single, Op::Sum, 1, 1 << 26).kept_scratch);
+    let kept = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "single_pass": 1, "kept_scratch": 1 } ] }"#,
+    ));
+    assert!(plan(&kept, Op::Sum, 1, 1 << 26).kept_scratch);
+    assert!(!plan(&kept, Op::Sum, 65536, 4096).kept_scratch);
+    let two = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "kept_scratch": 1 } ] }"#,
+    ));
+    assert!(!plan(&two, Op::Sum, 1, 1 << 26).kept_scratch);
 }
