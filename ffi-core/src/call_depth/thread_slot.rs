@@ -373,9 +373,26 @@ mod tests {
             return; // a live test thread holds it
         }
         let mine = slot_of(tp).owner.load(Ordering::Relaxed) == tp;
-        free_dead_slots_after_fork();
-        assert_eq!(slot.owner.load(Ordering::Relaxed), FREE);
-        assert_eq!(slot_of(tp).owner.load(Ordering::Relaxed) == tp, mine);
+        // A real fork: the handler runs in the child, whose only thread is this one. (Calling
+        // the handler here would free the slots of the other test threads, which are alive.)
+        // SAFETY: the child only loads atomics and calls _exit, which are async-signal-safe.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let freed = slot.owner.load(Ordering::Relaxed) == FREE;
+            let kept = (slot_of(tp).owner.load(Ordering::Relaxed) == tp) == mine;
+            // SAFETY: ends the child without running the parent's destructors or test harness.
+            unsafe { libc::_exit(if freed && kept { 0 } else { 1 }) };
+        }
+        slot.owner.store(FREE, Ordering::Release);
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "in the child, the dead thread's slot was not freed or the forking thread's changed \
+             (status {status})"
+        );
     }
 
     #[test]

@@ -395,6 +395,13 @@ pub fn reduce(call: &OpCall<'_>) -> Result<()> {
         0
     };
     if p.kept_scratch {
+        // The module loaded (compiled on first use) before the scratch's lock is taken.
+        function(
+            call.device,
+            call.dtype,
+            Family::Reduce(op_index(call.op)),
+            p.main.kernel,
+        )?;
         return with_kept_scratch(call.device.index(), st, counters, partials, |pp| {
             launch_reduce(call, l, &c, &p, pp, st)
         });
