@@ -506,7 +506,10 @@ pub fn with_kept_scratch<R>(
             None => kept.push(k),
         }
     }
-    let k = &kept[at.unwrap_or(kept.len() - 1)];
+    // A new entry was pushed last.
+    let k = at
+        .map_or_else(|| kept.last(), |i| kept.get(i))
+        .expect("an entry for the stream");
     f(k.ptr + k.counters as u64)
 }
 

@@ -41,18 +41,25 @@ pub enum Kind {
     Tile(i32, u32),
 }
 
-/// The tile variants' kernels: two stages (static shared memory), three (`tile3`), or two with
-/// weight and bias read from L1 each pass at 3 or 4 blocks an SM (`tile_l1`: stages -3, -4 here).
+/// The tile variants' kernels: two stages (static shared memory) or three (`tile3`).
 fn tile_name(op: Op, stages: i64) -> &'static str {
     match (op, stages) {
         (Op::LayerNorm, 3) => "layer_norm_tile3",
         (Op::RmsNorm, 3) => "rms_norm_tile3",
-        (Op::LayerNorm, -3) => "layer_norm_tile_l1_3",
-        (Op::RmsNorm, -3) => "rms_norm_tile_l1_3",
-        (Op::LayerNorm, -4) => "layer_norm_tile_l1_4",
-        (Op::RmsNorm, -4) => "rms_norm_tile_l1_4",
         (Op::LayerNorm, _) => "layer_norm_tile",
         (Op::RmsNorm, _) => "rms_norm_tile",
+        (op, _) => unreachable!("{op} is not a normalization"),
+    }
+}
+
+/// The tile kernels with weight and bias read from L1 each pass, `blocks` (3 or 4) an SM
+/// (`tile_l1`).
+fn tile_l1_name(op: Op, blocks: i64) -> &'static str {
+    match (op, blocks) {
+        (Op::LayerNorm, 3) => "layer_norm_tile_l1_3",
+        (Op::RmsNorm, 3) => "rms_norm_tile_l1_3",
+        (Op::LayerNorm, _) => "layer_norm_tile_l1_4",
+        (Op::RmsNorm, _) => "rms_norm_tile_l1_4",
         (op, _) => unreachable!("{op} is not a normalization"),
     }
 }
@@ -109,11 +116,11 @@ fn cluster_names(op: Op) -> [(i64, &'static str); 3] {
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
     v.extend(names(Op::RmsNorm));
-    for stages in [-4, -3, 2, 3] {
-        v.extend([
-            tile_name(Op::LayerNorm, stages),
-            tile_name(Op::RmsNorm, stages),
-        ]);
+    for n in [2, 3] {
+        v.extend([tile_name(Op::LayerNorm, n), tile_name(Op::RmsNorm, n)]);
+    }
+    for n in [3, 4] {
+        v.extend([tile_l1_name(Op::LayerNorm, n), tile_l1_name(Op::RmsNorm, n)]);
     }
     for op in [Op::LayerNorm, Op::RmsNorm] {
         v.extend(cluster_names(op).map(|c| c.1));
@@ -165,7 +172,15 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
         let shared = if stages == 3 { 3 * TILE_STAGE } else { 0 };
         return (
             Kind::Tile(wr as i32, shared),
-            Launch::new(tile_name(op, if l1 > 0 { -l1 } else { stages }), grid, 256),
+            Launch::new(
+                if l1 > 0 {
+                    tile_l1_name(op, l1)
+                } else {
+                    tile_name(op, stages)
+                },
+                grid,
+                256,
+            ),
             why,
         );
     }

@@ -287,7 +287,7 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     // warp, so that a lane has P packs in flight, not one.
     let lane_packs = tuned.get("lane_packs", 0).clamp(0, 4);
     if whole && lane_packs > 1 && (8..=128).contains(&nv) && nv.cdiv(32) < lane_packs {
-        let g = (pow2ceil(nv.cdiv(lane_packs))).clamp(4, 16);
+        let g = pow2ceil(nv.cdiv(lane_packs)).clamp(4, 16);
         let n = pow2ceil(nv.cdiv(g));
         if let Some(e) = LANES.iter().find(|e| e.0 == g && e.1 == n) {
             let (grid, why) = lanes_grid(
