@@ -147,6 +147,26 @@ VARIANTS = {
     # One-pass reductions with their counters and partials in memory kept for the stream's
     # next call (no allocation, no memset a call).
     "reduce-kept-scratch": ("reductions", "reduce", [dict(REDUCE_90, kept_scratch=1)]),
+    # The 32-bit strided kernels' four elements a thread a round from a tile of 4 x threads
+    # consecutive elements a block (strided_tile), instead of a grid's width apart: a block's
+    # loads in one stretch of the tensor; with the grid capped at 8 blocks an SM, or a block
+    # per tile (no cap).
+    "strided-tile": (
+        "elementwise",
+        "elementwise",
+        [dict(c, strided_tile=1) for c in ELEMENTWISE_90],
+    ),
+    "strided-tile-nocap": (
+        "elementwise",
+        "elementwise",
+        [dict(c, strided_tile=1, blocks_per_sm=0) for c in ELEMENTWISE_90],
+    ),
+    # 16-bit normalization rows of 512 to 8192 by the block variant, not the prefetching tiles
+    # (chosen on an H200; on an H100 rms_norm of bfloat16 65536 x 1024 was 0.99x torch).
+    "norm-tile-off": ("norms", "norm", [dict(c, tile=0) for c in NORM]),
+    # Softmax rows longer than a block's shared memory read twice (the online variant), not
+    # staged over a cluster (chosen on an H200; float32 rows of 128256 at 0.71 of copy on an H100).
+    "softmax-cluster-off": ("softmax", "softmax", softmax_with(cluster=0, cluster_part=0)),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

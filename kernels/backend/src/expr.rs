@@ -211,6 +211,19 @@ impl Expr {
         eval(&self.root, lookup).map_err(|e| format!("in `{}`: {e}", self.text))
     }
 
+    /// Whether the expression reads variable `name`.
+    pub fn uses(&self, name: &str) -> bool {
+        fn walk(n: &Node, name: &str) -> bool {
+            match n {
+                Node::Num(_) => false,
+                Node::Var(v) => v == name,
+                Node::Not(a) | Node::Neg(a) => walk(a, name),
+                Node::Bin(_, a, b) => walk(a, name) || walk(b, name),
+            }
+        }
+        walk(&self.root, name)
+    }
+
     /// Whether the expression is non-zero with `lookup` giving variables.
     pub fn holds(&self, lookup: &dyn Fn(&str) -> Option<i64>) -> Result<bool, String> {
         self.eval(lookup).map(|v| v != 0)
@@ -275,6 +288,14 @@ mod tests {
         assert_eq!(ev("not (block > 100) or -vec == -4").unwrap(), 1);
         assert_eq!(ev("!0").unwrap(), 1);
         assert_eq!(ev("zero > 0 && 1 / zero").unwrap(), 0, "short circuit");
+    }
+
+    #[test]
+    fn the_variables_an_expression_reads() {
+        let e = Expr::parse("!(arith >= 16) || -numel % 2 == 0").unwrap();
+        assert!(e.uses("arith") && e.uses("numel"));
+        assert!(!e.uses("sms") && !e.uses("arit"));
+        assert!(!Expr::parse("3 * 4").unwrap().uses("numel"));
     }
 
     #[test]

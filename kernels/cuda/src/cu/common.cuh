@@ -14,7 +14,7 @@ struct Lay { int nd; int pad; i64 shape[MAXD]; i64 s0[MAXD]; i64 s1[MAXD]; i64 s
 // for i < 2^31).
 // rounds: elements a thread takes a round in the 32-bit strided kernels (1 or 4: all loaded
 // before any is stored, where a store may alias the next element's load).
-struct Lay32 { int nd; u32 shape[MAXD]; u32 mul[MAXD]; u32 shr[MAXD]; int s0[MAXD]; int s1[MAXD]; int s2[MAXD]; int rounds; };
+struct Lay32 { int nd; u32 shape[MAXD]; u32 mul[MAXD]; u32 shr[MAXD]; int s0[MAXD]; int s1[MAXD]; int s2[MAXD]; int rounds; int tiled; };
 
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }

@@ -5,9 +5,9 @@
 
 // Each step a block reads P blockDim contiguous packs (thread t: packs t, t + blockDim, ...):
 // neighbouring blocks read neighbouring memory, and each thread has P loads in flight (binary
-// forms: 4 of each operand; unary: 4 or 8, `unary_packs` of the tuning, so that a unary op can
-// keep as many bytes in flight as a binary one; or 1, a candidate: a pack a thread over as many
-// blocks as packs / blockDim).
+// forms: 4 of each operand; unary: `unary_packs` of the tuning, 4 or 8 so that a unary op can
+// keep as many bytes in flight as a binary one, or 1: a pack a thread over as many blocks as
+// packs / blockDim, the Hopper choice for ops bound by memory).
 #define TILE_LOOP(k, u, nv, P) \
   const u64 tile = (P) * (u64)blockDim.x, step = tile * gridDim.x; \
   u64 k = (u64)blockIdx.x * tile + threadIdx.x; \
@@ -115,22 +115,39 @@ template <class F> __device__ __forceinline__ void unary_strided(u64 pa, u64 po,
   GRID_LOOP(i, n) { i64 x, y, z; offsets(L, (i64)i, x, y, z); o[y] = st(f(ld(a[x]))); }
 }
 
-// The 32-bit strided kernels with L.rounds 4 take elements i, i + step, i + 2 step, i + 3 step
-// a round, loading all four before storing any: the compiler may not move a load above a store
-// that can alias it, so one element a round keeps one load per operand in flight a thread.
+// The 32-bit strided kernels with L.rounds 4 take four elements a thread a round, i + u gap,
+// loading all four before storing any: the compiler may not move a load above a store that can
+// alias it, so one element a round keeps one load per operand in flight a thread. The four are
+// a grid's width apart (gap = step / 4, the grid walking all elements in rounds), or with
+// L.tiled a block's width apart inside a tile of 4 blockDim consecutive elements (the grid
+// walking tiles), so that a block's loads stay in one stretch of the tensor, not four.
+// strided32_start sets the first element, the step between rounds and the gap; after the
+// rounds, strided32_rest sets the step of the last, partial one (thread by thread
+// over the grid; with tiles, over the one block whose tile is partial).
+__device__ __forceinline__ void strided32_start(const Lay32& L, u32& i, u32& step, u32& gap) {
+  if (L.rounds == 4 && L.tiled) {
+    gap = blockDim.x; step = 4 * blockDim.x * gridDim.x; i = 4 * blockDim.x * blockIdx.x + threadIdx.x;
+  } else {
+    gap = gridDim.x * blockDim.x; step = L.rounds == 4 ? 4 * gap : gap; i = blockIdx.x * blockDim.x + threadIdx.x;
+  }
+}
+__device__ __forceinline__ void strided32_rest(const Lay32& L, u32& step) {
+  if (L.rounds == 4 && L.tiled) step = blockDim.x;
+  else step = gridDim.x * blockDim.x;
+}
 template <class F> __device__ __forceinline__ void unary_strided32(u64 pa, u64 po, u32 n, const Lay32& L, F f) {
   const T* a = (const T*)pa; T* o = (T*)po;
-  const u32 step = gridDim.x * blockDim.x;
-  u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  u32 i, step, gap;
+  strided32_start(L, i, step, gap);
   if (L.rounds == 4) {
-    for (; (u64)i + 3 * (u64)step < n; i += 4 * step) {
+    for (; (u64)i + 3 * (u64)gap < n; i += step) {
       int x[4], y[4], z; C v[4];
-      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * step, x[u], y[u], z);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * gap, x[u], y[u], z);
       _Pragma("unroll") for (int u = 0; u < 4; ++u) v[u] = ld(a[x[u]]);
       _Pragma("unroll") for (int u = 0; u < 4; ++u) o[y[u]] = st(f(v[u]));
     }
   }
-  for (; i < n; i += step) {
+  for (strided32_rest(L, step); i < n; i += step) {
     int x, y, z; offsets32(L, i, x, y, z); o[y] = st(f(ld(a[x])));
   }
 }
@@ -142,17 +159,17 @@ template <class F> __device__ __forceinline__ void binary_strided(u64 pa, u64 pb
 
 template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 pb, u64 po, u32 n, const Lay32& L, F f) {
   const T* a = (const T*)pa; const T* b = (const T*)pb; T* o = (T*)po;
-  const u32 step = gridDim.x * blockDim.x;
-  u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  u32 i, step, gap;
+  strided32_start(L, i, step, gap);
   if (L.rounds == 4) {
-    for (; (u64)i + 3 * (u64)step < n; i += 4 * step) {
+    for (; (u64)i + 3 * (u64)gap < n; i += step) {
       int x[4], y[4], z[4]; C v[4], w[4];
-      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * step, x[u], y[u], z[u]);
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) offsets32(L, i + u * gap, x[u], y[u], z[u]);
       _Pragma("unroll") for (int u = 0; u < 4; ++u) { v[u] = ld(a[x[u]]); w[u] = ld(b[y[u]]); }
       _Pragma("unroll") for (int u = 0; u < 4; ++u) o[z[u]] = st(f(v[u], w[u]));
     }
   }
-  for (; i < n; i += step) {
+  for (strided32_rest(L, step); i < n; i += step) {
     int x, y, z; offsets32(L, i, x, y, z); o[z] = st(f(ld(a[x]), ld(b[y])));
   }
 }

@@ -2,9 +2,10 @@
 //! exp, and the internal `copy`.
 //!
 //! Forms: `vec` (every operand contiguous and 16-byte aligned: packs, four in flight per thread,
-//! eight for a unary op where the tuning's `unary_packs` is 8),
+//! for a unary op the tuning's `unary_packs`, 1, 4 or 8, which may depend on the op's `arith`),
 //! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division;
-//! `strided_rounds` 4: four elements a thread a round, all loaded before any is stored),
+//! `strided_rounds` 4: four elements a thread a round, all loaded before any is stored, a grid's
+//! width apart or, with `strided_tile`, a block's width apart in a tile of consecutive elements),
 //! `strided` (64-bit offsets). Broadcast operands arrive as stride-0 views and are read in
 //! place. The loops are grid-stride: the packed forms (`vec`, `bcast`) launch a block per tile
 //! of work by default (`vec_blocks_per_sm`, `vec_waves`: 0, no cap), the strided forms at most
@@ -90,7 +91,7 @@ fn op_name(call: &OpCall<'_>) -> &'static str {
     }
 }
 
-use super::grid::launch_params;
+use super::grid::{launch_params, tune_vars};
 pub use super::grid::{plan, Params, Why};
 
 /// `struct Bc` of the kernels: rows of `cv` packs, each operand's mode and stride.
@@ -346,6 +347,7 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
             Lay::default(),
             Lay32 {
                 rounds: params.strided_rounds as i32,
+                tiled: params.strided_tile as i32,
                 ..l
             },
             Bc::default(),
@@ -365,7 +367,7 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
 fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
     let n = ops.numel();
     let sms = sms(call)?;
-    let params = launch_params(call, n, sms)?;
+    let params = launch_params(call, name, n, sms)?;
     let (form, lay, lay32, bc, tl) = if ops.vectorizable() {
         (
             Form::Vec,
@@ -486,10 +488,10 @@ pub fn elementwise(call: &OpCall<'_>) -> Result<()> {
 }
 
 pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
-    let mut p = prepare(call, op_name(call), &operands(call))?;
+    let name = op_name(call);
+    let mut p = prepare(call, name, &operands(call))?;
     resident_launch(call, &mut p.launch, p.params.caps(p.form).1)?;
-    let n = operands(call).numel() as i64;
-    let vars = [("numel", n), ("sms", sms(call)?)];
+    let vars = tune_vars(name, operands(call).numel(), sms(call)?);
     let config = Tuned::select(&call.tune, "elementwise", &vars)?.origin();
     Ok(explanation(&[&p.launch], p.why.text(), config))
 }

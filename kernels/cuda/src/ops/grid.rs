@@ -14,6 +14,8 @@ pub struct Why {
     vec: u64,
     /// Packs a thread per step of the packed forms; elements a thread a round of `strided32`.
     packs: u64,
+    /// `strided32` rounds from tiles of consecutive elements.
+    tiled: bool,
     /// Blocks an SM and waves (0: no cap).
     caps: (u64, u64),
     sms: i64,
@@ -25,6 +27,7 @@ impl Why {
             form,
             vec,
             packs,
+            tiled,
             caps: (per_sm, waves),
             sms,
         } = *self;
@@ -38,7 +41,12 @@ impl Why {
             ),
             Form::Strided32 if packs > 1 => format!(
                 "strided, transposed or broadcast operands: 32-bit offsets, {packs} elements a \
-                 thread a round, loaded before any is stored"
+                 thread a round, loaded before any is stored, {}",
+                if tiled {
+                    "a block's from a tile of consecutive elements"
+                } else {
+                    "a grid's width apart"
+                }
             ),
             Form::Strided32 => {
                 "strided, transposed or broadcast operands: 32-bit offsets".to_owned()
@@ -78,6 +86,9 @@ pub struct Params {
     pub unary_packs: u64,
     /// Elements a thread a round of the 32-bit strided kernels (1 or 4).
     pub strided_rounds: u64,
+    /// With 4 rounds, a block's elements a round from one tile of consecutive elements (1) or
+    /// a grid's width apart (0).
+    pub strided_tile: u64,
 }
 
 impl Params {
@@ -100,6 +111,7 @@ impl Params {
             } else {
                 1
             },
+            strided_tile: (tuned.get("strided_tile", 0) != 0) as u64,
         }
     }
 
@@ -160,6 +172,9 @@ pub fn plan(
                 _ if packed.is_some() => params.unary_packs,
                 _ => 4,
             },
+            tiled: form == Form::Strided32
+                && params.strided_rounds == 4
+                && params.strided_tile == 1,
             vec,
             caps,
             sms,
@@ -167,35 +182,69 @@ pub fn plan(
     )
 }
 
-thread_local! {
-    /// The last tuning read on this thread: (the configs' identity, threads, blocks_per_sm),
-    /// kept when the configs choose without looking at the shape (no `when`), so that calls
-    /// read no config by name.
-    static TUNED: std::cell::Cell<Option<((u64, usize), Params)>> =
-        const { std::cell::Cell::new(None) };
+/// The ops' arithmetic an element, roughly in instructions (the tuning variable `arith`), so
+/// that a config can launch ops bound by arithmetic (the erf form of gelu in 16-bit types on an
+/// H200) otherwise than ops bound by memory. Ops not named: 1.
+const ARITH: [(&str, i64); 5] = [
+    ("", 1),
+    ("exp", 2),
+    ("div", 4),
+    ("gelu_tanh", 8),
+    ("gelu", 16),
+];
+
+/// Op `name`'s slot in `ARITH`.
+fn arith_slot(name: &str) -> usize {
+    ARITH.iter().position(|&(n, _)| n == name).unwrap_or(0)
 }
 
-/// The launch parameters for a call over `n` elements.
-pub(super) fn launch_params(call: &OpCall<'_>, n: u64, sms: i64) -> Result<Params> {
+/// A tuning read: the configs' identity and the parameters they gave.
+type Seen = Option<((u64, usize), Params)>;
+
+thread_local! {
+    /// The last tuning read on this thread for each `ARITH` slot: (the configs' identity,
+    /// the parameters), kept when the configs choose without looking at the size (no `when`
+    /// reads `numel` or `sms`), so that calls read no config by name.
+    static TUNED: std::cell::Cell<[Seen; ARITH.len()]> =
+        const { std::cell::Cell::new([None; ARITH.len()]) };
+}
+
+/// The variables the elementwise configs choose by: the size, the SM count and the op's
+/// arithmetic (`ARITH`).
+pub(super) fn tune_vars(name: &str, n: u64, sms: i64) -> [(&'static str, i64); 3] {
+    [
+        ("numel", n as i64),
+        ("sms", sms),
+        ("arith", ARITH[arith_slot(name)].1),
+    ]
+}
+
+/// The launch parameters for a call of op `name` over `n` elements.
+pub(super) fn launch_params(call: &OpCall<'_>, name: &str, n: u64, sms: i64) -> Result<Params> {
     let id = call.tune.id();
+    let slot = arith_slot(name);
     if id.0 != 0 {
-        if let Ok(Some((seen, p))) = TUNED.try_with(|c| c.get()) {
+        if let Ok(Some((seen, p))) = TUNED.try_with(|c| c.get()[slot]) {
             if seen == id {
                 return Ok(p);
             }
         }
     }
-    let vars = [("numel", n as i64), ("sms", sms)];
-    let tuned = Tuned::select(&call.tune, "elementwise", &vars)?;
+    let tuned = Tuned::select(&call.tune, "elementwise", &tune_vars(name, n, sms))?;
     let p = Params::of(&tuned);
+    let sized = |w: &rffi_kernels::expr::Expr| w.uses("numel") || w.uses("sms");
     if id.0 != 0
-        && call
+        && !call
             .tune
             .configs("elementwise")
             .iter()
-            .all(|c| c.when.is_none())
+            .any(|c| c.when.as_ref().is_some_and(sized))
     {
-        let _ = TUNED.try_with(|c| c.set(Some((id, p))));
+        let _ = TUNED.try_with(|c| {
+            let mut seen = c.get();
+            seen[slot] = Some((id, p));
+            c.set(seen);
+        });
     }
     Ok(p)
 }

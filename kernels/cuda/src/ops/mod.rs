@@ -144,6 +144,9 @@ pub struct Lay32 {
     s: [[i32; MAX_DIMS]; 3],
     /// Elements a thread a round (1 or 4; the tuning's `strided_rounds`).
     pub rounds: i32,
+    /// With 4 rounds: a block's four elements a thread from one tile of 4 x threads consecutive
+    /// elements (1; the tuning's `strided_tile`), or a grid's width apart (0).
+    pub tiled: i32,
 }
 
 /// The constants that make `(umulhi(i, mul) + i) >> shr` equal `i / d` for `i < 2^31`.

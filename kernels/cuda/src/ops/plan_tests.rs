@@ -163,9 +163,10 @@ fn softmax_variant_per_row_length() {
     let cases: &[(i64, i64, i64, bool, &str)] = &[
         (262144, 1, 4, true, "softmax_group_1_1 256"),
         (262144, 7, 2, false, "softmax_group_2_4 256"),
-        (262144, 32, 4, true, "softmax_group_8_4 256"),
-        (262144, 100, 4, true, "softmax_group_32_4 256"),
-        (262144, 256, 2, true, "softmax_warp_1 256"),
+        // Aligned rows that give a lane fewer than 2 packs in a warp: G lanes of 2 packs a row.
+        (262144, 32, 4, true, "softmax_lanes_4_2 256"),
+        (262144, 100, 4, true, "softmax_lanes_16_2 256"),
+        (262144, 256, 2, true, "softmax_lanes_16_2 256"),
         (262144, 256, 4, true, "softmax_warp_2 256"),
         (65536, 1000, 4, true, "softmax_warp_8 256"),
         (65536, 1000, 2, true, "softmax_warp_4 256"),
@@ -481,40 +482,46 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");
     // Strided or differently aligned rows: the generic two-read block.
     assert_eq!(np(4096, 4, false), "layer_norm_rows 512");
-    let tuned = Tuned::select(&view, "elementwise", &[("numel", 1), ("sms", SMS)]).unwrap();
     use elementwise::Form;
-    let tuned = elementwise::Params::of(&tuned);
-    // Packed forms: a block per tile of 8 x 256 packs (unary) or 4 x 256 (binary, a number
-    // operand); strided forms: at most 8 blocks an SM.
+    let params = |op| {
+        let vars = super::grid::tune_vars(op, 1, SMS);
+        elementwise::Params::of(&Tuned::select(&view, "elementwise", &vars).unwrap())
+    };
+    // The erf form of gelu (arith 16) keeps 8 packs a thread; the others take 1.
+    assert_eq!(params("gelu").unary_packs, 8);
+    assert_eq!(params("gelu_tanh").unary_packs, 1);
+    let tuned = params("exp");
+    // Packed forms: a block per tile of 256 packs (unary, a pack a thread in sm_90.json) or
+    // 4 x 256 (binary, a number operand); strided forms: at most 8 blocks an SM.
+    assert_eq!(tuned.unary_packs, 1);
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert!(
         why.text().contains("a block per tile of work"),
         "{}",
         why.text()
     );
-    assert!(why.text().contains("8 a thread per step"), "{}", why.text());
-    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec8", 1 << 14, 256));
+    assert!(why.text().contains("1 a thread per step"), "{}", why.text());
+    assert_eq!((l.kernel, l.grid.0, l.block), ("gelu_vec1", 1 << 17, 256));
     let (l, why) = elementwise::plan("add", false, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert!(why.text().contains("4 a thread per step"), "{}", why.text());
     assert_eq!((l.kernel, l.grid.0), ("add_vec", 1 << 15));
+    // A number operand keeps 4.
     let (l, _) = elementwise::plan("mul", true, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("mul_scalar_vec", 1 << 15));
-    let four = elementwise::Params {
-        unary_packs: 4,
-        ..tuned
-    };
-    let (l, _) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, four);
-    assert_eq!((l.kernel, l.grid.0), ("exp_vec", 1 << 15));
-    // One pack a thread (a candidate): a block per 256 packs; a number operand keeps 4.
-    let one = elementwise::Params {
-        unary_packs: 1,
-        ..tuned
-    };
-    let (l, why) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, one);
-    assert_eq!((l.kernel, l.grid.0), ("exp_vec1", 1 << 17));
-    assert!(why.text().contains("1 a thread per step"), "{}", why.text());
-    let (l, _) = elementwise::plan("mul", true, 1 << 28, Form::Vec, 8, SMS, one);
-    assert_eq!((l.kernel, l.grid.0), ("mul_scalar_vec", 1 << 15));
+    // 4 and 8 packs a thread (8 in default.json).
+    for (packs, kernel, grid) in [(4, "exp_vec", 1 << 15), (8, "exp_vec8", 1 << 14)] {
+        let p = elementwise::Params {
+            unary_packs: packs,
+            ..tuned
+        };
+        let (l, why) = elementwise::plan("exp", false, 1 << 28, Form::Vec, 8, SMS, p);
+        assert_eq!((l.kernel, l.grid.0), (kernel, grid));
+        assert!(
+            why.text().contains(&format!("{packs} a thread per step")),
+            "{}",
+            why.text()
+        );
+    }
     let (l, why) = elementwise::plan("gelu", false, 1 << 28, Form::Strided32, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("gelu_strided32", 8 * 132));
     assert!(why.text().contains("at most 1 wave"), "{}", why.text());
@@ -534,6 +541,27 @@ fn norm_and_elementwise_variants() {
         "{}",
         why.text()
     );
+    assert!(
+        why.text().contains("a grid's width apart"),
+        "{}",
+        why.text()
+    );
+    // ... from a tile of consecutive elements a block (a candidate): the same grid.
+    let tiles = elementwise::Params {
+        strided_tile: 1,
+        ..tuned
+    };
+    let (l, why) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, tiles);
+    assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
+    assert!(
+        why.text()
+            .contains("a block's from a tile of consecutive elements"),
+        "{}",
+        why.text()
+    );
+    let (l, why) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, one);
+    assert_eq!(l.grid.0, 8 * 132);
+    assert!(!why.text().contains("tile"), "{}", why.text());
     let (l, _) = elementwise::plan("mul", false, 1 << 20, Form::Strided32, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
     let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, tuned);
@@ -586,7 +614,8 @@ fn tiled_forms() {
     assert!(tiled_form(&[4, 64, 96], &[&[1, 4, 256], &[1, 4, 256], &[6144, 96, 1]]).is_none());
     assert!(tiled_form(&[64, 96], &[&[1, 64], &[96, 1], &[192, 2]]).is_none());
     let t = table();
-    let tuned = Tuned::select(&TuneView::new(&t, Some("sm_90")), "elementwise", &[]).unwrap();
+    let vars = super::grid::tune_vars("add", 1 << 26, SMS);
+    let tuned = Tuned::select(&TuneView::new(&t, Some("sm_90")), "elementwise", &vars).unwrap();
     let tuned = elementwise::Params::of(&tuned);
     let (l, why) = elementwise::plan(
         "add",

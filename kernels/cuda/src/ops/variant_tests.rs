@@ -383,12 +383,13 @@ fn norm_clusters_only_where_a_config_sets_them() {
 
 #[test]
 fn softmax_lane_grids_capped_only_where_a_config_sets_it() {
-    // float32 rows of 32 (the lane groups in sm_90.json) and of 256 (a warp a row).
+    // float32 rows of 32 (lanes of 2 packs in sm_90.json) and of 256 (a warp a row): a block
+    // per 64 rows (4 lanes a row) without a cap.
     let builtin = table(None);
     let p = softmax_plan(&builtin, 32, 4, true);
     assert_eq!(
         (p.main.kernel, p.main.grid.0),
-        ("softmax_group_8_4", 1 << 15)
+        ("softmax_lanes_4_2", 1 << 14)
     );
     let capped = table(Some(
         r#"{ "softmax": [ { "tile_max": 0, "group_blocks_per_sm": 8 } ] }"#,
@@ -407,15 +408,20 @@ fn softmax_lane_grids_capped_only_where_a_config_sets_it() {
 #[test]
 fn softmax_rows_a_warp_only_where_a_config_sets_lane_packs() {
     // Without the key: bfloat16 rows of 256 a warp a row (one pack a lane), float32 rows of 32
-    // in lane groups of elements.
-    let builtin = table(None);
+    // in lane groups of elements; sm_90.json sets 2.
+    let without = table(Some(r#"{ "softmax": [ { "tile_max": 0, "packs": 8 } ] }"#));
     assert_eq!(
-        softmax_plan(&builtin, 256, 2, true).main.kernel,
+        softmax_plan(&without, 256, 2, true).main.kernel,
         "softmax_warp_1"
     );
     assert_eq!(
-        softmax_plan(&builtin, 32, 4, true).main.kernel,
+        softmax_plan(&without, 32, 4, true).main.kernel,
         "softmax_group_8_4"
+    );
+    let builtin = table(None);
+    assert_eq!(
+        softmax_plan(&builtin, 256, 2, true).main.kernel,
+        "softmax_lanes_16_2"
     );
     // (len, itemsize, lane_packs) -> kernel, grid for 2^20 rows of 256 threads / G rows a block.
     let cases = [
