@@ -161,6 +161,14 @@ VARIANTS = {
         "elementwise",
         [dict(c, strided_tile=1, blocks_per_sm=0) for c in ELEMENTWISE_90],
     ),
+    # Rows read every element or every second one (x[..., ::2], x[..., 1::2]) in halves of
+    # packs (NAME_halves: 16-byte loads of the packs that hold a unit's elements, 8-byte
+    # stores), instead of element by element.
+    "strided-halves": (
+        "elementwise",
+        "elementwise",
+        [dict(c, halves=1) for c in ELEMENTWISE_90],
+    ),
     # 16-bit normalization rows of 512 to 8192 by the block variant, not the prefetching tiles
     # (chosen on an H200; on an H100 rms_norm of bfloat16 65536 x 1024 was 0.99x torch).
     "norm-tile-off": ("norms", "norm", [dict(c, tile=0) for c in NORM]),

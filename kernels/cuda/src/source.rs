@@ -246,7 +246,10 @@ mod tests {
                 .map(|l| l.split(')').next().unwrap().to_owned())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(asserts(Family::Elementwise), ["Lay", "Lay32", "Bc", "Tl"]);
+        assert_eq!(
+            asserts(Family::Elementwise),
+            ["Lay", "Lay32", "Bc", "Tl", "Hv"]
+        );
         assert_eq!(asserts(Family::Reduce(0)), ["Lay", "Lay32", "RLay"]);
         assert_eq!(asserts(Family::Norm), ["Lay", "Lay32"]);
         let src = module_source(&dt, Family::Elementwise);

@@ -121,6 +121,26 @@ def test_elementwise_and_broadcasting(dtype, offset):
     check(K.mul(w[:, ::2], 2.0), wd[:, ::2] * 2.0, dtype, "a[:, ::2] * 2")
     check(K.add(w[:, ::2], w[:, 1::2]), wd[:, ::2] + wd[:, 1::2], dtype, "a[:, ::2] + a[:, 1::2]")
     check(K.exp(w[:, 1::2]), wd[:, 1::2].exp(), dtype, "exp a[:, 1::2]")
+    # Rows of whole packs read every second element or sliced (the halves kernels where the
+    # tuning's halves asks: a pack's first or second element on, by the offset; other phases,
+    # 4-byte-aligned slices and the transposed output take the strided kernels).
+    h = rand((301, 2 * 1024), dtype, offset=offset, seed=17)
+    hd = h.double()
+    ev, od = h[:, ::2], h[:, 1::2]
+    evd, odd = hd[:, ::2], hd[:, 1::2]
+    check(K.mul(ev, 2.0), evd * 2.0, dtype, "rows[:, ::2] * 2")
+    check(K.sub(od, 0.5), odd - 0.5, dtype, "rows[:, 1::2] - 0.5")
+    check(K.add(ev, od), evd + odd, dtype, "rows[:, ::2] + rows[:, 1::2]")
+    check(K.mul(od, h[:, :1024]), odd * hd[:, :1024], dtype, "rows[:, 1::2] * rows[:, :1024]")
+    check(K.gelu(od), 0.5 * odd * torch.special.erfc(-odd / 2**0.5), dtype, "gelu rows[:, 1::2]")
+    check(K.exp(h[:, 8:1008]), hd[:, 8:1008].exp(), dtype, "exp rows[:, 8:1008]")
+    check(K.sub(h[5, 1::2], h[7, ::2]), hd[5, 1::2] - hd[7, ::2], dtype, "row[1::2] - row[::2]")
+    out = torch.empty(1024, 301, device="cuda", dtype=dtype).t()
+    assert K.add(ev, od, out) is None
+    check(out, evd + odd, dtype, "rows[:, ::2] + rows[:, 1::2] into a transposed out")
+    # A row count and length that leave a partial tile and a last unit per thread.
+    q = rand((7, 2 * 36), dtype, offset=offset, seed=18)
+    check(K.mul(q[:, 1::2], -3.0), q.double()[:, 1::2] * -3.0, dtype, "7 x 36 [:, 1::2] * -3")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

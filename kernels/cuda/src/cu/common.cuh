@@ -77,6 +77,15 @@ __device__ __forceinline__ U4 ld_nc(const void* p) {
   return v;
 }
 
+// 16 bytes in one load, whichever of them the caller uses: compilers narrow a pack's load to
+// the elements used (every second one: a load per element), where one 16-byte load a pack
+// issues a quarter or half of the instructions for the same sectors.
+__device__ __forceinline__ U4 ld_v4(const void* p) {
+  U4 v;
+  asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // 16 bytes from global to shared memory without passing through registers (both 16-byte
 // aligned); cp_async_wait_all waits for this thread's copies (a barrier then publishes them).
 // Before sm_80: a plain copy through registers.

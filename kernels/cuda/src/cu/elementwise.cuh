@@ -109,6 +109,66 @@ template <class F> __device__ __forceinline__ void binary_bcast(u64 pa, u64 pb, 
   }
 }
 
+// Rows of outputs whose inputs read every element or every second one of their rows
+// (x[..., ::2] and x[..., 1::2], a rotary embedding's even and odd halves; rows of a sliced
+// tensor), the output compact: a unit of work is H = VEC / 2 outputs, one 8-byte store. An
+// input read every second element loads the aligned 16-byte pack that holds its 2H elements and
+// keeps every second one from its phase (mode 1: from the pack's first element, 2: from its
+// second; the pointer is the view's first element, one element past the pack's start in mode
+// 2), one read every element (mode 0) loads 8 bytes; the same sectors as the element-by-element
+// kernels, in a quarter or less of the loads. The unit's row from a 32-bit multiply-high division
+// (`fast`: fewer than 2^31 units) or a 64-bit one.
+struct __align__(8) Half { T v[VEC / 2]; };
+struct Hv { u64 units, cu; u32 mul, shr; int fast; int ma, mb; i64 ra, rb; };
+
+__device__ __forceinline__ void half_load(u64 p, int mode, i64 rs, u64 r, u64 c, C v[VEC / 2]) {
+  if (mode == 0) {
+    const Half h = *(const Half*)((const T*)p + (i64)r * rs + (i64)c * (VEC / 2));
+    _Pragma("unroll") for (int j = 0; j < VEC / 2; ++j) v[j] = ld(h.v[j]);
+  } else {
+    // The whole pack (ld_v4), and two loops, not a select of elements, which compilers turn
+    // into a select of addresses within the pack (a copy of it in local memory).
+    Pack q;
+    *(U4*)&q = ld_v4((const T*)p - (mode - 1) + (i64)r * rs + (i64)c * VEC);
+    if (mode == 1) { _Pragma("unroll") for (int j = 0; j < VEC / 2; ++j) v[j] = ld(q.v[2 * j]); }
+    else { _Pragma("unroll") for (int j = 0; j < VEC / 2; ++j) v[j] = ld(q.v[2 * j + 1]); }
+  }
+}
+
+__device__ __forceinline__ u64 half_row(const Hv& V, u64 k) {
+  return V.fast ? (u64)((__umulhi((u32)k, V.mul) + (u32)k) >> V.shr) : k / V.cu;
+}
+
+// Units k, k + blockDim, ... of a tile (TILE_LOOP), P = 4 a thread, every load issued before
+// any store; the last, partial tile unit by unit.
+template <int NI, class F> __device__ __forceinline__ void halves(u64 pa, u64 pb, u64 po, const Hv& V, F f) {
+  Half* o = (Half*)po;
+  TILE_LOOP(k, u, V.units, 4) {
+    C x[4][VEC / 2], y[4][VEC / 2] = {};
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      const u64 kk = k + u * blockDim.x, r = half_row(V, kk), c = kk - r * V.cu;
+      half_load(pa, V.ma, V.ra, r, c, x[u]);
+      if (NI == 2) half_load(pb, V.mb, V.rb, r, c, y[u]);
+    }
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) {
+      Half z;
+      _Pragma("unroll") for (int j = 0; j < VEC / 2; ++j) z.v[j] = st(f(x[u][j], y[u][j]));
+      o[k + u * blockDim.x] = z;
+    }
+  }
+  if (k < V.units && k - threadIdx.x + tile > V.units) {
+    TILE_REST(k, V.units) {
+      const u64 r = half_row(V, k), c = k - r * V.cu;
+      C x[VEC / 2], y[VEC / 2] = {};
+      half_load(pa, V.ma, V.ra, r, c, x);
+      if (NI == 2) half_load(pb, V.mb, V.rb, r, c, y);
+      Half z;
+      _Pragma("unroll") for (int j = 0; j < VEC / 2; ++j) z.v[j] = st(f(x[j], y[j]));
+      o[k] = z;
+    }
+  }
+}
+
 // Operand k's offset is in s<k>; the output's is the last used lane.
 template <class F> __device__ __forceinline__ void unary_strided(u64 pa, u64 po, u64 n, const Lay& L, F f) {
   const T* a = (const T*)pa; T* o = (T*)po;
@@ -252,8 +312,8 @@ template <class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, c
   }
 }
 
-// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, and with a number operand
-// `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`.
+// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, `NAME_halves`, and
+// with a number operand `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`, `NAME_scalar_halves`.
 #define BINARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
 extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_vec(pa, pb, po, n, F_##NAME()); } \
@@ -263,7 +323,9 @@ extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32
 extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled(pa, pb, po, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec<4>(pa, po, n, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_scalar_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
-extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); }
+extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
+extern "C" __global__ void NAME##_halves(u64 pa, u64 pb, u64 po, Hv V) { halves<2>(pa, pb, po, V, F_##NAME()); } \
+extern "C" __global__ void NAME##_scalar_halves(u64 pa, C s, u64 po, Hv V) { halves<1>(pa, 0, po, V, [s](C x, C) { return OP(x, s); }); }
 
 #define UNARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
@@ -272,7 +334,8 @@ extern "C" __global__ void NAME##_vec8(u64 pa, u64 po, u64 n) { unary_vec<8>(pa,
 extern "C" __global__ void NAME##_vec1(u64 pa, u64 po, u64 n) { unary_vec<1>(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); } \
-extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); }
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); } \
+extern "C" __global__ void NAME##_halves(u64 pa, u64 po, Hv V) { halves<1>(pa, 0, po, V, [](C x, C) { return F_##NAME()(x); }); }
 
 #define OP_ADD(x, y) ADD(x, y)
 #define OP_SUB(x, y) SUB(x, y)

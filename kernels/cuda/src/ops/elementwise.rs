@@ -19,8 +19,9 @@ use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Gelu, Op, OpCall, Scalar};
 use std::ffi::c_void;
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Form {
+    #[default]
     Vec,
     /// Broadcasting over rows of whole packs (`Bc`).
     Bcast,
@@ -28,6 +29,8 @@ pub enum Form {
     Strided,
     /// Two dims with a transposed operand: 32 x 32 tiles through shared memory (`Tl`).
     Tiled,
+    /// Rows read every element or every second one, in halves of packs (`Hv`).
+    Halves,
 }
 
 /// The kernel of op `name` in `form` (static names: no string work per call).
@@ -41,6 +44,8 @@ pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
                     ($n, false, Form::Strided32) => concat!($n, "_strided32"),
                     ($n, false, Form::Strided) => concat!($n, "_strided"),
                     ($n, false, Form::Tiled) => concat!($n, "_tiled"),
+                    ($n, false, Form::Halves) => concat!($n, "_halves"),
+                    ($n, true, Form::Halves) => concat!($n, "_scalar_halves"),
                     ($n, true, Form::Vec) => concat!($n, "_scalar_vec"),
                     ($n, true, Form::Strided32) => concat!($n, "_scalar_strided32"),
                     ($n, true, Form::Strided) => concat!($n, "_scalar_strided"),
@@ -93,114 +98,7 @@ fn op_name(call: &OpCall<'_>) -> &'static str {
 
 use super::grid::{launch_params, tune_vars};
 pub use super::grid::{plan, Params, Why};
-
-/// `struct Bc` of the kernels: rows of `cv` packs, each operand's mode and stride.
-#[repr(C)]
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct Bc {
-    rows: u64,
-    cv: u64,
-    mul: u32,
-    shr: u32,
-    fast: i32,
-    ma: i32,
-    mb: i32,
-    sa: i64,
-    sb: i64,
-}
-
-/// The broadcast form of a binary op, when it applies: the output compact and aligned, the
-/// layout (in the output's order) at most two dims [R, C] with C a multiple of the pack, and
-/// each input full (strides (C, 1)), a row ((0, 1)), a column ((s, 0)) or one value; full and
-/// row operands aligned.
-pub fn broadcast_form(shape: &[i64], strides: &[&[i64]], ptrs: &[u64], vec: i64) -> Option<Bc> {
-    if strides.len() != 3 {
-        return None;
-    }
-    let dims = super::collapse(shape, strides);
-    let (rows, c, so, si) = match dims.as_slice() {
-        [] => return None,
-        [(c, s)] => (1, *c, [0, s[2]], [[0, s[0]], [0, s[1]]]),
-        [(r, s0), (c, s1)] => (*r, *c, [s0[2], s1[2]], [[s0[0], s1[0]], [s0[1], s1[1]]]),
-        _ => return None,
-    };
-    if c % vec != 0 || so[1] != 1 || (rows > 1 && so[0] != c) || ptrs[2] % 16 != 0 {
-        return None;
-    }
-    let mut modes = [0i32; 2];
-    let mut col = [0i64; 2];
-    for j in 0..2 {
-        let [sr, sc] = si[j];
-        modes[j] = match (sr, sc) {
-            (sr, 1) if (sr == c || rows == 1) && ptrs[j] % 16 == 0 => 0,
-            (0, 1) if ptrs[j] % 16 == 0 => 1,
-            (0, 0) => 3,
-            (sr, 0) => {
-                col[j] = sr;
-                2
-            }
-            _ => return None,
-        };
-    }
-    if modes == [0, 0] {
-        return None; // plain vec handles it
-    }
-    let cv = (c / vec) as u64;
-    let npk = rows as u64 * cv;
-    let (mul, shr) = super::fast_div(cv.min(u32::MAX as u64) as u32);
-    Some(Bc {
-        rows: rows as u64,
-        cv,
-        mul,
-        shr,
-        fast: (npk < 1 << 31 && cv < 1 << 31) as i32,
-        ma: modes[0],
-        mb: modes[1],
-        sa: col[0],
-        sb: col[1],
-    })
-}
-
-/// `struct Tl` of the kernels: [R, C] in the output's order, each operand's strides (inputs,
-/// then the output), and which inputs go through shared memory.
-#[repr(C)]
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct Tl {
-    r: i64,
-    c: i64,
-    sr: [i64; 3],
-    sc: [i64; 3],
-    via: [i32; 2],
-}
-
-/// The tiled form, when it applies: after merging, two dims [R, C] of at least a tile's side,
-/// the output's columns contiguous, and some input with contiguous rows and not columns (a
-/// transposed operand, read through shared memory).
-pub fn tiled_form(shape: &[i64], strides: &[&[i64]]) -> Option<Tl> {
-    let k = strides.len();
-    let dims = super::collapse(shape, strides);
-    let [(r, s0), (c, s1)] = dims.as_slice() else {
-        return None;
-    };
-    if *r < 32 || *c < 32 || s1[k - 1] != 1 {
-        return None;
-    }
-    let mut t = Tl {
-        r: *r,
-        c: *c,
-        ..Tl::default()
-    };
-    for j in 0..k {
-        // The output's strides go last (slot 2) whatever the inputs' count.
-        let slot = if j == k - 1 { 2 } else { j };
-        t.sr[slot] = s0[j];
-        t.sc[slot] = s1[j];
-        if j < k - 1 {
-            t.via[j] = (s0[j] == 1 && s1[j] != 1) as i32;
-        }
-    }
-    (t.via != [0, 0]).then_some(t)
-}
+pub use super::layouts::{broadcast_form, halves_form, tiled_form, Bc, Hv, Layout, Tl};
 
 /// A scalar operand as the kernel's compute type.
 enum ScalarArg {
@@ -236,12 +134,8 @@ impl ScalarArg {
 struct Prepared {
     launch: Launch,
     params: Params,
-    form: Form,
     why: Why,
-    lay: Lay,
-    lay32: Lay32,
-    bc: Bc,
-    tl: Tl,
+    layout: Layout,
 }
 
 /// Operands of an elementwise kernel: pointers (inputs, then the output) and their strides over
@@ -314,82 +208,86 @@ fn in_output_order(ops: &Operands<'_>) -> (Vec<i64>, Vec<Vec<i64>>) {
 }
 
 /// The form and layout of a call whose operands are not all contiguous and aligned.
-type Layout = (Form, Lay, Lay32, Bc, Tl);
-
 fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> Result<Layout> {
     let dt = dt(call)?;
     let (shape, strides) = in_output_order(ops);
     let strides: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
     let scalar = call.scalar.is_some() && name != "copy";
+    let vec = dt.vec as i64;
     if !scalar {
-        if let Some(bc) = broadcast_form(&shape, &strides, ops.ptrs(), dt.vec as i64) {
-            return Ok((
-                Form::Bcast,
-                Lay::default(),
-                Lay32::default(),
+        if let Some(bc) = broadcast_form(&shape, &strides, ops.ptrs(), vec) {
+            let form = Form::Bcast;
+            return Ok(Layout {
+                form,
                 bc,
-                Tl::default(),
-            ));
+                ..Layout::default()
+            });
         }
         if let Some(tl) = tiled_form(&shape, &strides) {
-            return Ok((
-                Form::Tiled,
-                Lay::default(),
-                Lay32::default(),
-                Bc::default(),
+            let form = Form::Tiled;
+            return Ok(Layout {
+                form,
                 tl,
-            ));
+                ..Layout::default()
+            });
+        }
+    }
+    if params.halves != 0 {
+        if let Some(hv) = halves_form(&shape, &strides, ops.ptrs(), 16 / vec, vec) {
+            let form = Form::Halves;
+            return Ok(Layout {
+                form,
+                hv,
+                ..Layout::default()
+            });
         }
     }
     if let Some(l) = Lay32::new(ops.numel(), &shape, &strides) {
-        return Ok((
-            Form::Strided32,
-            Lay::default(),
-            Lay32 {
-                rounds: params.strided_rounds as i32,
-                tiled: params.strided_tile as i32,
-                ..l
-            },
-            Bc::default(),
-            Tl::default(),
-        ));
+        let lay32 = Lay32 {
+            rounds: params.strided_rounds as i32,
+            tiled: params.strided_tile as i32,
+            ..l
+        };
+        let form = Form::Strided32;
+        return Ok(Layout {
+            form,
+            lay32,
+            ..Layout::default()
+        });
     }
     let lay = Lay::new(&shape, &strides)?;
-    Ok((
-        Form::Strided,
+    let form = Form::Strided;
+    Ok(Layout {
+        form,
         lay,
-        Lay32::default(),
-        Bc::default(),
-        Tl::default(),
-    ))
+        ..Layout::default()
+    })
 }
 
 fn prepare(call: &OpCall<'_>, name: &str, ops: &Operands<'_>) -> Result<Prepared> {
     let n = ops.numel();
     let sms = sms(call)?;
     let params = launch_params(call, name, n, sms)?;
-    let (form, lay, lay32, bc, tl) = if ops.vectorizable() {
-        (
-            Form::Vec,
-            Lay::default(),
-            Lay32::default(),
-            Bc::default(),
-            Tl::default(),
-        )
+    let layout = if ops.vectorizable() {
+        Layout::default()
     } else {
         layout(call, name, ops, params)?
     };
     let scalar = call.scalar.is_some() && name != "copy";
-    let (launch, why) = plan(name, scalar, n, form, dt(call)?.vec as u64, sms, params);
+    let (launch, why) = plan(
+        name,
+        scalar,
+        n,
+        layout.form,
+        dt(call)?.vec as u64,
+        sms,
+        params,
+    );
     Ok(Prepared {
         launch,
         params,
-        form,
         why,
-        lay,
-        lay32,
-        bc,
-        tl,
+        layout,
     })
 }
 
@@ -421,7 +319,7 @@ fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
         return Ok(());
     }
     let mut p = prepare(call, name, &ops)?;
-    let f = resident_launch(call, &mut p.launch, p.params.caps(p.form).1)?;
+    let f = resident_launch(call, &mut p.launch, p.params.caps(p.layout.form).1)?;
     let mut ptrs = ops.ptrs;
     let count = ops.count;
     let mut scalar = match call.scalar {
@@ -445,18 +343,20 @@ fn run(call: &OpCall<'_>, name: &str, ops: Operands<'_>) -> Result<()> {
     for p in rest.iter_mut() {
         push(arg(p));
     }
-    match p.form {
+    let l = &mut p.layout;
+    match l.form {
         Form::Vec => push(arg(&mut n64)),
-        Form::Bcast => push(arg(&mut p.bc)),
+        Form::Bcast => push(arg(&mut l.bc)),
         Form::Strided32 => {
             push(arg(&mut n32));
-            push(arg(&mut p.lay32));
+            push(arg(&mut l.lay32));
         }
         Form::Strided => {
             push(arg(&mut n64));
-            push(arg(&mut p.lay));
+            push(arg(&mut l.lay));
         }
-        Form::Tiled => push(arg(&mut p.tl)),
+        Form::Tiled => push(arg(&mut l.tl)),
+        Form::Halves => push(arg(&mut l.hv)),
     }
     // SAFETY: the arguments match the kernel's parameters (`cu/elementwise.cuh`); the pointers
     // are the tensors' elements, which the caller keeps alive for the call and which the stream
@@ -490,7 +390,7 @@ pub fn elementwise(call: &OpCall<'_>) -> Result<()> {
 pub fn explain(call: &OpCall<'_>) -> Result<Explanation> {
     let name = op_name(call);
     let mut p = prepare(call, name, &operands(call))?;
-    resident_launch(call, &mut p.launch, p.params.caps(p.form).1)?;
+    resident_launch(call, &mut p.launch, p.params.caps(p.layout.form).1)?;
     let vars = tune_vars(name, operands(call).numel(), sms(call)?);
     let config = Tuned::select(&call.tune, "elementwise", &vars)?.origin();
     Ok(explanation(&[&p.launch], p.why.text(), config))

@@ -55,6 +55,13 @@ impl Why {
             Form::Tiled => "a transposed operand over two dims: 32 x 32 tiles, read through \
                             shared memory along its contiguous rows, 256 threads"
                 .to_owned(),
+            Form::Halves => format!(
+                "rows read every element or every second one (x[..., ::2], x[..., 1::2]), the \
+                 output compact: units of {} outputs, 8-byte stores; inputs read every second \
+                 element load the aligned 16-byte pack that holds a unit's, the others 8 bytes; \
+                 {packs} units a thread per step",
+                (vec / 2).max(1)
+            ),
         };
         let per_sm = match per_sm {
             0 => "a block per tile of work".to_owned(),
@@ -89,6 +96,9 @@ pub struct Params {
     /// With 4 rounds, a block's elements a round from one tile of consecutive elements (1) or
     /// a grid's width apart (0).
     pub strided_tile: u64,
+    /// Rows read every element or every second one in halves of packs (`NAME_halves`), where
+    /// they would take a strided kernel (1), or not (0).
+    pub halves: u64,
 }
 
 impl Params {
@@ -112,13 +122,14 @@ impl Params {
                 1
             },
             strided_tile: (tuned.get("strided_tile", 0) != 0) as u64,
+            halves: (tuned.get("halves", 0) != 0) as u64,
         }
     }
 
     /// (blocks an SM, waves) for `form`.
     pub(super) fn caps(&self, form: Form) -> (u64, u64) {
         match form {
-            Form::Vec | Form::Bcast => (self.vec_blocks_per_sm, self.vec_waves),
+            Form::Vec | Form::Bcast | Form::Halves => (self.vec_blocks_per_sm, self.vec_waves),
             Form::Strided32 | Form::Strided | Form::Tiled => (self.blocks_per_sm, self.waves),
         }
     }
@@ -154,6 +165,7 @@ pub fn plan(
     let work = match form {
         Form::Vec if packed.is_some() => n.cdiv(vec).cdiv(params.unary_packs),
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
+        Form::Halves => n.cdiv((vec / 2).max(1)).cdiv(4),
         Form::Strided32 => n.cdiv(params.strided_rounds),
         Form::Strided => n,
         Form::Tiled => n.cdiv(4),

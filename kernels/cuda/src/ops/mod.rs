@@ -4,6 +4,7 @@
 
 pub mod elementwise;
 mod grid;
+mod layouts;
 pub mod norm;
 pub mod reduce;
 pub mod softmax;
@@ -54,6 +55,11 @@ pub(crate) fn layout_asserts(family: crate::source::Family) -> String {
                 "Tl",
                 size_of::<elementwise::Tl>(),
                 align_of::<elementwise::Tl>(),
+            );
+            out += &layout_assert(
+                "Hv",
+                size_of::<elementwise::Hv>(),
+                align_of::<elementwise::Hv>(),
             );
         }
         Family::Reduce(_) => {

@@ -566,6 +566,14 @@ fn norm_and_elementwise_variants() {
     assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
     let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, tuned);
     assert_eq!(l.grid.0, 8 * 132);
+    // Rows in halves of packs (a candidate): units of vec / 2 outputs, 4 a thread, no cap.
+    let (l, why) = elementwise::plan("mul", true, 1 << 24, Form::Halves, 4, SMS, tuned);
+    assert_eq!((l.kernel, l.grid.0), ("mul_scalar_halves", 1 << 13));
+    assert!(why.text().contains("units of 2 outputs"), "{}", why.text());
+    let (l, _) = elementwise::plan("add", false, 1 << 24, Form::Halves, 8, SMS, tuned);
+    assert_eq!((l.kernel, l.grid.0), ("add_halves", 1 << 12));
+    let (l, _) = elementwise::plan("copy", false, 1 << 24, Form::Halves, 8, SMS, tuned);
+    assert_eq!(l.kernel, "copy_halves");
     let (l, _) = elementwise::plan("copy", false, 1 << 33, Form::Strided, 4, SMS, tuned);
     assert_eq!(l.kernel, "copy_strided");
     let (l, _) = elementwise::plan("mul", false, 1 << 26, Form::Bcast, 4, SMS, tuned);
