@@ -566,7 +566,8 @@ fn norm_and_elementwise_variants() {
     assert_eq!((l.kernel, l.grid.0), ("mul_strided32", 1024));
     let (l, _) = elementwise::plan("mul", false, 1 << 28, Form::Strided32, 4, SMS, tuned);
     assert_eq!(l.grid.0, 8 * 132);
-    // Rows in halves of packs (a candidate): units of vec / 2 outputs, 4 a thread, no cap.
+    // Rows in halves of packs (sm_90.json): units of vec / 2 outputs, 4 a thread, no cap.
+    assert_eq!(tuned.halves, 1);
     let (l, why) = elementwise::plan("mul", true, 1 << 24, Form::Halves, 4, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("mul_scalar_halves", 1 << 13));
     assert!(why.text().contains("units of 2 outputs"), "{}", why.text());
