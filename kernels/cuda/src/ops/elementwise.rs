@@ -6,8 +6,10 @@
 //! `strided32` (any layout of fewer than 2^31 elements: 32-bit offsets, multiply-high division;
 //! `strided_rounds` 4: four elements a thread a round, all loaded before any is stored, a grid's
 //! width apart or, with `strided_tile`, a block's width apart in a tile of consecutive elements),
-//! `strided` (64-bit offsets). Broadcast operands arrive as stride-0 views and are read in
-//! place. The loops are grid-stride: the packed forms (`vec`, `bcast`) launch a block per tile
+//! `strided` (64-bit offsets); and the layouts of `layouts.rs`: `bcast`, `tiled` and, where the
+//! tuning's `halves` is set, `halves` (rows read every element or every second one). Broadcast
+//! operands arrive as stride-0 views and are read in place. The loops are grid-stride: the
+//! packed forms (`vec`, `bcast`, `halves`) launch a block per tile
 //! of work by default (`vec_blocks_per_sm`, `vec_waves`: 0, no cap), the strided forms at most
 //! `blocks_per_sm` blocks an SM and one wave of the blocks the SMs hold at once (`waves`).
 
