@@ -475,41 +475,47 @@ pub fn with_kept_scratch<R>(
         .iter()
         .position(|k| k.ordinal == ordinal && k.stream == stream as usize);
     let fits = at.is_some_and(|i| kept[i].counters >= counters && kept[i].partials >= partials);
-    if !fits {
-        let (old_c, old_p, old_ptr) = at.map_or((0, 0, 0), |i| {
-            (kept[i].counters, kept[i].partials, kept[i].ptr)
-        });
-        let c = counters.max(old_c).max(256).next_power_of_two();
-        let p = partials.max(old_p).max(4096).next_power_of_two();
-        // SAFETY: a stream-ordered allocation used only on `stream`.
-        let ptr = unsafe { result::malloc_async(stream, c + p) }
-            .map_err(|e| err("cuMemAllocAsync", e))?;
-        // SAFETY: the counters lie within the allocation just made, used only on `stream`.
-        if let Err(e) = unsafe { zero_async(ptr, c, stream) } {
-            // SAFETY: allocated above on this stream, never used.
-            let _ = unsafe { result::free_async(ptr, stream) };
-            return Err(e);
+    let i = match at {
+        Some(i) if fits => i,
+        _ => {
+            let (old_c, old_p, old_ptr) = at.map_or((0, 0, 0), |i| {
+                (kept[i].counters, kept[i].partials, kept[i].ptr)
+            });
+            let c = counters.max(old_c).max(256).next_power_of_two();
+            let p = partials.max(old_p).max(4096).next_power_of_two();
+            // SAFETY: a stream-ordered allocation used only on `stream`.
+            let ptr = unsafe { result::malloc_async(stream, c + p) }
+                .map_err(|e| err("cuMemAllocAsync", e))?;
+            // SAFETY: the counters lie within the allocation just made, used only on `stream`.
+            if let Err(e) = unsafe { zero_async(ptr, c, stream) } {
+                // SAFETY: allocated above on this stream, never used.
+                let _ = unsafe { result::free_async(ptr, stream) };
+                return Err(e);
+            }
+            if old_ptr != 0 {
+                // SAFETY: allocated on this stream; freed after the work queued on it.
+                let _ = unsafe { result::free_async(old_ptr, stream) };
+            }
+            let k = Kept {
+                ordinal,
+                stream: stream as usize,
+                ptr,
+                counters: c,
+                partials: p,
+            };
+            match at {
+                Some(i) => {
+                    kept[i] = k;
+                    i
+                }
+                None => {
+                    kept.push(k);
+                    kept.len() - 1
+                }
+            }
         }
-        if old_ptr != 0 {
-            // SAFETY: allocated on this stream; freed after the work queued on it.
-            let _ = unsafe { result::free_async(old_ptr, stream) };
-        }
-        let k = Kept {
-            ordinal,
-            stream: stream as usize,
-            ptr,
-            counters: c,
-            partials: p,
-        };
-        match at {
-            Some(i) => kept[i] = k,
-            None => kept.push(k),
-        }
-    }
-    // A new entry was pushed last.
-    let k = at
-        .map_or_else(|| kept.last(), |i| kept.get(i))
-        .expect("an entry for the stream");
+    };
+    let k = &kept[i];
     f(k.ptr + k.counters as u64)
 }
 

@@ -182,18 +182,14 @@ template <class F> __device__ __forceinline__ void unary_strided(u64 pa, u64 po,
 // L.tiled a block's width apart inside a tile of 4 blockDim consecutive elements (the grid
 // walking tiles), so that a block's loads stay in one stretch of the tensor, not four.
 // strided32_start sets the first element, the step between rounds and the gap; after the
-// rounds, strided32_rest sets the step of the last, partial one (thread by thread
-// over the grid; with tiles, over the one block whose tile is partial).
+// rounds, the last, partial one goes element by element a gap apart (thread by thread over the
+// grid; with tiles, over the one block whose tile is partial).
 __device__ __forceinline__ void strided32_start(const Lay32& L, u32& i, u32& step, u32& gap) {
   if (L.rounds == 4 && L.tiled) {
     gap = blockDim.x; step = 4 * blockDim.x * gridDim.x; i = 4 * blockDim.x * blockIdx.x + threadIdx.x;
   } else {
     gap = gridDim.x * blockDim.x; step = L.rounds == 4 ? 4 * gap : gap; i = blockIdx.x * blockDim.x + threadIdx.x;
   }
-}
-__device__ __forceinline__ void strided32_rest(const Lay32& L, u32& step) {
-  if (L.rounds == 4 && L.tiled) step = blockDim.x;
-  else step = gridDim.x * blockDim.x;
 }
 template <class F> __device__ __forceinline__ void unary_strided32(u64 pa, u64 po, u32 n, const Lay32& L, F f) {
   const T* a = (const T*)pa; T* o = (T*)po;
@@ -207,7 +203,7 @@ template <class F> __device__ __forceinline__ void unary_strided32(u64 pa, u64 p
       _Pragma("unroll") for (int u = 0; u < 4; ++u) o[y[u]] = st(f(v[u]));
     }
   }
-  for (strided32_rest(L, step); i < n; i += step) {
+  for (; i < n; i += gap) {
     int x, y, z; offsets32(L, i, x, y, z); o[y] = st(f(ld(a[x])));
   }
 }
@@ -229,7 +225,7 @@ template <class F> __device__ __forceinline__ void binary_strided32(u64 pa, u64 
       _Pragma("unroll") for (int u = 0; u < 4; ++u) o[z[u]] = st(f(v[u], w[u]));
     }
   }
-  for (strided32_rest(L, step); i < n; i += step) {
+  for (; i < n; i += gap) {
     int x, y, z; offsets32(L, i, x, y, z); o[z] = st(f(ld(a[x]), ld(b[y])));
   }
 }

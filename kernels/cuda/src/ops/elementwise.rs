@@ -235,7 +235,7 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
         }
     }
     if params.halves != 0 {
-        if let Some(hv) = halves_form(&shape, &strides, ops.ptrs(), 16 / vec, vec) {
+        if let Some(hv) = halves_form(&shape, &strides, ops.ptrs(), vec) {
             let form = Form::Halves;
             return Ok(Layout {
                 form,

@@ -146,16 +146,10 @@ pub struct Hv {
 /// order), the output compact with C a multiple of H = vec / 2 and 8-byte aligned, and each
 /// input read every element (8-byte aligned, row strides of whole halves) or every second one
 /// from the first or second element of a 16-byte pack (row strides of whole packs), so that
-/// every unit of H outputs reads aligned memory. `esize` is the element's size in bytes.
-pub fn halves_form(
-    shape: &[i64],
-    strides: &[&[i64]],
-    ptrs: &[u64],
-    esize: i64,
-    vec: i64,
-) -> Option<Hv> {
+/// every unit of H outputs reads aligned memory.
+pub fn halves_form(shape: &[i64], strides: &[&[i64]], ptrs: &[u64], vec: i64) -> Option<Hv> {
     let k = strides.len();
-    let h = vec / 2;
+    let (h, esize) = (vec / 2, 16 / vec);
     if !(2..=3).contains(&k) || h < 1 {
         return None;
     }
@@ -203,7 +197,7 @@ mod tests {
 
     /// (modes, row strides, units, units a row) of the halves form, or None.
     fn hv(shape: &[i64], strides: &[&[i64]], ptrs: &[u64], esize: i64) -> Option<String> {
-        halves_form(shape, strides, ptrs, esize, 16 / esize).map(|h| {
+        halves_form(shape, strides, ptrs, 16 / esize).map(|h| {
             let (m, r) = ([h.ma, h.mb], [h.ra, h.rb]);
             format!("{m:?} {r:?} {} {} {}", h.units, h.cu, h.fast)
         })
