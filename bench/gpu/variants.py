@@ -175,12 +175,30 @@ VARIANTS = {
     # Softmax rows longer than a block's shared memory read twice (the online variant), not
     # staged over a cluster (chosen on an H200; float32 rows of 128256 at 0.71 of copy on an H100).
     "softmax-cluster-off": ("softmax", "softmax", softmax_with(cluster=0, cluster_part=0)),
+    # Long contiguous rows (16384 elements on) pipelined through registers on a persistent grid
+    # (softmax_pipe_CN: a block's chunk in registers while its next row's arrives in shared
+    # memory), instead of staged, split or read twice; with blocks of at most 512 threads (more
+    # blocks a row, two an SM).
+    "softmax-pipe": ("softmax", "softmax", softmax_with(pipe=1)),
+    "softmax-pipe-512": ("softmax", "softmax", softmax_with(pipe=1, pipe_threads=512)),
+    # Normalization rows of 16384 elements on (aligned, whole packs, weight and bias packs)
+    # pipelined through registers on a persistent grid (NAME_pipe_CN), instead of a block or a
+    # cluster a row; from 4096 on (instead of the 16-bit tiles and the block variant); from
+    # 65536 on (where a block a row is one an SM).
+    "norm-pipe": ("norms", "norm", [dict(c, pipe=1) for c in NORM]),
+    "norm-pipe-4k": ("norms", "norm", [dict(c, pipe=1, pipe_cols=4096) for c in NORM]),
+    "norm-pipe-64k": ("norms", "norm", [dict(c, pipe=1, pipe_cols=65536) for c in NORM]),
+    # The built-in configs before the pipelined rows were adopted: for comparison in one run.
+    "softmax-pipe-off": ("softmax", "softmax", softmax_with(pipe=0)),
+    "norm-pipe-off": ("norms", "norm", [dict(c, pipe=0) for c in NORM]),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)
     out, wanted = sys.argv[1], sys.argv[2:]
     unknown = [n for n in wanted if n not in VARIANTS]
     if unknown:

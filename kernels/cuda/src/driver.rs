@@ -405,6 +405,66 @@ fn allow_shared(f: sys::CUfunction, shared: u32) -> Result<()> {
     Ok(())
 }
 
+/// How many clusters of `cn` blocks (`cn` 1: blocks) of `f` at `block` threads and `shared` bytes
+/// of dynamic shared memory the device runs at once: a persistent grid of that many takes the
+/// device in one wave (a larger one would leave its last clusters waiting for the first to
+/// finish their every row). Remembered per (function, block, shared), as it costs a driver call.
+pub fn resident_clusters(
+    ordinal: i32,
+    f: sys::CUfunction,
+    block: u32,
+    shared: u32,
+    cn: u32,
+) -> Result<u32> {
+    type Key = (usize, u32, u32);
+    static KNOWN: Mutex<Vec<(Key, u32)>> = Mutex::new(Vec::new());
+    let key = (f as usize, block, shared);
+    let known = |k: &Vec<(Key, u32)>| k.iter().find(|e| e.0 == key).map(|e| e.1);
+    if let Some(n) = known(&KNOWN.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(n);
+    }
+    if shared > 40 * 1024 {
+        allow_shared(f, shared)?;
+    }
+    let n = if cn <= 1 {
+        // SAFETY: a loaded function allowed `shared` bytes.
+        let per_sm = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(f, block as i32, shared as usize)
+        }
+        .map_err(|e| err("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        per_sm.max(0) as u32 * sm_count(ordinal)?.max(1) as u32
+    } else {
+        // The cluster size is the kernel's own (`__cluster_dims__`), so the configuration names
+        // none; the grid is a multiple of it.
+        let config = sys::CUlaunchConfig {
+            gridDimX: cn * sm_count(ordinal)?.max(1) as u32,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: shared,
+            hStream: std::ptr::null_mut(),
+            attrs: std::ptr::null_mut(),
+            numAttrs: 0,
+        };
+        let mut clusters = 0;
+        // SAFETY: a loaded function allowed `shared` bytes; `config` outlives the call, which
+        // only reads it and writes the count.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, f, &config) }
+            .result()
+            .map_err(|e| err("cuOccupancyMaxActiveClusters", e))?;
+        clusters.max(0) as u32
+    };
+    let n = n.max(1);
+    let mut k = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if k.len() >= 64 {
+        k.clear();
+    }
+    k.push((key, n));
+    Ok(n)
+}
+
 /// Zeroes `bytes` bytes at `ptr` in stream order.
 ///
 /// # Safety

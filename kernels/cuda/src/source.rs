@@ -1,5 +1,6 @@
 //! The CUDA C++ source of the kernels (`src/cu/*.cuh`: `common`, the dtype's prelude, `packs`,
-//! then the family's file), one module per dtype and family of ops,
+//! then the family's files: softmax's are `softmax`, `pipe` and `softmax_pipe`, the norms' `norm`,
+//! `pipe` and `norm_pipe`), one module per dtype and family of ops,
 //! compiled with NVRTC at first use: a call to `add` compiles the elementwise kernels of its
 //! dtype only.
 //!
@@ -66,8 +67,16 @@ impl Family {
         match self {
             Family::Elementwise => include_str!("cu/elementwise.cuh"),
             Family::Reduce(_) => include_str!("cu/reduce.cuh"),
-            Family::Softmax | Family::SoftmaxQuads => include_str!("cu/softmax.cuh"),
-            Family::Norm => include_str!("cu/norm.cuh"),
+            Family::Softmax | Family::SoftmaxQuads => concat!(
+                include_str!("cu/softmax.cuh"),
+                include_str!("cu/pipe.cuh"),
+                include_str!("cu/softmax_pipe.cuh")
+            ),
+            Family::Norm => concat!(
+                include_str!("cu/norm.cuh"),
+                include_str!("cu/pipe.cuh"),
+                include_str!("cu/norm_pipe.cuh")
+            ),
         }
     }
 

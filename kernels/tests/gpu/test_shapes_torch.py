@@ -229,6 +229,26 @@ def test_softmax_every_row_length(dtype, length):
             check(K.softmax(x), x.double().softmax(-1), dtype, f"softmax 140x{n} +{offset}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_softmax_long_rows_many_rounds(dtype):
+    # More rows than the device holds blocks (a persistent grid takes several rounds, where a
+    # config pipelines rows through registers: softmax_pipe_CN), rows at every alignment with
+    # out at the same phase as x (an odd length, both views one element into their buffers),
+    # in place, and masks, a row of -inf and a NaN in every round.
+    for n in [16384, 32000, 50257, 128256, 262144]:
+        rows = 300 if n <= 128256 else 200
+        x = rand((rows, n), dtype, -8, 8, offset=1, seed=n)
+        x[:, ::3][5::17] = float("-inf")
+        x[6::17] = float("-inf")
+        x[7::17, n // 2] = float("nan")
+        want = x.double().softmax(-1)
+        out = torch.empty(rows * n + 1, device="cuda", dtype=dtype)[1:].view(rows, n)
+        K.softmax(x, out=out)
+        check(out, want, dtype, f"softmax {rows}x{n} +1 into +1")
+        K.softmax(x, out=x)
+        check(x, want, dtype, f"softmax {rows}x{n} in place")
+
+
 def test_softmax_other_axes_and_masks():
     x = rand((300, 7, 5), torch.float32, -8, 8, seed=12)
     for axis in [0, 1]:
@@ -248,6 +268,15 @@ def test_softmax_other_axes_and_masks():
         m[5] = float("-inf")
         m[6, n // 2] = float("nan")
         check(K.softmax(m), m.double().softmax(-1), torch.bfloat16, f"masked {n}")
+    # A NaN in rows that blocks of fewer than 32 warps take (the register variant, 2048; the
+    # online variant, strided rows of 5000): their (max, sum) merges meet the empty warps' pairs,
+    # and the row is NaN in every column.
+    for shape, axis in [((64, 2048), -1), ((5000, 64), 0)]:
+        m = rand(shape, torch.float32, -8, 8, seed=15)
+        m[(3, 1000) if axis == -1 else (1000, 3)] = float("nan")
+        m[(4, 7) if axis == -1 else (7, 4)] = float("-inf")
+        want = m.double().softmax(axis)
+        check(K.softmax(m, axis), want, torch.float32, f"NaN in {shape} axis {axis}")
     # Short rows, several a warp where a config sets lane_packs: a row of -inf and a NaN beside
     # finite rows in the same warp, and a row count that leaves the last block part empty.
     for dtype, n in [(torch.float32, 32), (torch.bfloat16, 256), (torch.float16, 256)]:
@@ -277,6 +306,28 @@ def test_norms(dtype, length):
         check(K.rms_norm(x, w), want, dtype, "rms_norm " + what)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_norms_long_rows_many_rounds(dtype):
+    # More rows than the device holds blocks (several rounds of a persistent grid where a config
+    # pipelines rows through registers: NAME_pipe_CN, aligned rows of whole packs), with weight
+    # and bias, without, in place; and rows one element into their buffers (other variants).
+    for n, offset in [(16384, 0), (32768, 0), (65536, 0), (131072, 0), (32768, 1)]:
+        rows = 300 if n <= 65536 else 150
+        x = rand((rows, n), dtype, -3, 5, offset=offset, seed=n)
+        w = rand((n,), dtype, 0.5, 1.5, seed=1)
+        b = rand((n,), dtype, -1, 1, seed=2)
+        xd, wd, bd = x.double(), w.double(), b.double()
+        what = f"{rows}x{n} +{offset}"
+        out = torch.empty(rows * n + offset, device="cuda", dtype=dtype)[offset:].view(rows, n)
+        K.layer_norm(x, w, b, out=out)
+        check(out, F.layer_norm(xd, (n,), wd, bd, 1e-5), dtype, "layer_norm " + what)
+        eps = torch.finfo(dtype).eps
+        K.rms_norm(x, w, eps, out=out)
+        check(out, F.rms_norm(xd, (n,), wd, eps), dtype, "rms_norm " + what)
+        K.layer_norm(x, out=x)
+        check(x, F.layer_norm(xd, (n,)), dtype, "layer_norm in place " + what)
+
+
 def test_zero_size():
     e = torch.empty(0, 5, device="cuda")
     assert T(K.sum(e, 0)).tolist() == [0.0] * 5
@@ -298,10 +349,20 @@ def test_explain_names_the_variant():
     e = K.explain("softmax", torch.empty(1024, 131072, device="cuda", dtype=torch.bfloat16))
     hopper = torch.cuda.get_device_capability() == (9, 0)
     assert e["variant"]["kernel"] == ("softmax_cluster_4" if hopper else "softmax_online"), e
-    # A row of 1 MiB: 8 blocks of 128 KiB do not fit two an SM; staged in part on Hopper, else
-    # read twice.
+    # A float32 row of 1 MiB: pipelined on Hopper, a cluster of 8 blocks each holding its chunk
+    # in registers while the next row's arrives, on a persistent grid; else read twice. Not
+    # back to back (a slice of longer rows): 8 blocks of 128 KiB do not fit two an SM, staged
+    # in part.
     e = K.explain("softmax", torch.empty(256, 262144, device="cuda"))
+    assert e["variant"]["kernel"] == ("softmax_pipe_8" if hopper else "softmax_online"), e
+    assert not hopper or "persistent grid" in e["variant"]["why"], e
+    sliced = torch.empty(256, 262148, device="cuda")[:, :262144]
+    e = K.explain("softmax", sliced)
     assert e["variant"]["kernel"] == ("softmax_cluster_part_8" if hopper else "softmax_online"), e
+    # A bfloat16 normalization row of 128 KiB: pipelined on Hopper (a block of 1024 threads).
+    x = torch.empty(4096, 65536, device="cuda", dtype=torch.bfloat16)
+    e = K.explain("rms_norm", x, torch.empty(65536, device="cuda", dtype=torch.bfloat16))
+    assert (e["variant"]["kernel"] == "rms_norm_pipe_1") == hopper, e
     assert "sm_90.json" in (e["variant"]["config"] or "") or e["variant"]["config"] is None
     # A full sum: chunks over the SMs, combined by the last block of each (Hopper) or by a
     # second kernel.

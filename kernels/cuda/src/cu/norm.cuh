@@ -12,7 +12,8 @@
 // - norm_tile: rows of up to 8 warps' packs, several a block, the next rows prefetched into shared
 //   memory while these are computed (aligned rows of whole packs, weight and bias as packs);
 //   norm_tile_l1_B the same with weight and bias read from L1 each pass, B blocks an SM;
-// - norm_rows: a block per row, any length and strides (the row read twice).
+// - norm_rows: a block per row, any length and strides (the row read twice);
+// - NAME_pipe_CN (norm_pipe.cuh): long aligned rows back to back pipelined through registers.
 
 
 // Element k of the output from x's value v.

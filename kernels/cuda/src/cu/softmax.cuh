@@ -12,6 +12,7 @@
 //   a block's registers that fit the device's shared memory;
 // - softmax_split_stats + softmax_split_write: a row split over several blocks (few long rows):
 //   each chunk's (max, sum), then each chunk merges its row's pairs and writes.
+// - softmax_pipe_CN (softmax_pipe.cuh): long rows back to back pipelined through registers;
 // - softmax_tile_G_N / softmax_tileh_G_N: short rows back to back, staged in shared memory;
 //   softmax_tileq_G_N, the same computed in quads of 4 elements, are the `softmax_quads` module
 //   (SOFTMAX_QUADS), a candidate compiled only where a config chooses it.
@@ -27,9 +28,11 @@
 #define PAD_W(d, ok) EXPW(d)
 #endif
 
-// (max, sum of exp(x - max)) pairs, merged.
+// (max, sum of exp(x - max)) pairs, merged. A NaN maximum wins (a plain comparison would let an
+// empty pair's -inf win over it and drop the NaN sum: a block of fewer than 32 warps merges
+// such pairs).
 __device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
-  C mm = m > m2 ? m : m2;
+  C mm = max_nan(m, m2);
   if (mm == NEG_INF) { m = mm; s = (C)0; return; }
   s = (m == NEG_INF ? (C)0 : s * FEXP(m - mm)) + (m2 == NEG_INF ? (C)0 : s2 * FEXP(m2 - mm));
   m = mm;

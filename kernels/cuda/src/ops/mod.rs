@@ -6,6 +6,7 @@ pub mod elementwise;
 mod grid;
 mod layouts;
 pub mod norm;
+mod pipe;
 pub mod reduce;
 pub mod softmax;
 

@@ -1,11 +1,14 @@
 //! layer_norm and rms_norm over the last axis (`cu/norm.cuh`): a warp per row for short
 //! contiguous aligned rows, a block per row in registers for rows up to 512 threads' packs (a
-//! cluster of blocks per row for longer ones where a config sets `cluster`, sm_90 on), and a
-//! generic block per row (two reads) for everything else.
+//! cluster of blocks per row for longer ones where a config sets `cluster`, sm_90 on), long
+//! rows pipelined through registers where a config sets `pipe` (`cu/norm_pipe.cuh`, `pipe.rs`),
+//! and a generic block per row (two reads) for everything else.
 
 use super::softmax::{row_alignment, rows_of};
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
-use crate::driver::{function, has_clusters, launch, launch_shared};
+use crate::driver::{
+    function, has_clusters, launch, launch_shared, resident_clusters, smem_per_block,
+};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Op, OpCall};
@@ -28,6 +31,11 @@ pub struct Class {
     pub wcontig: bool,
     /// The device runs thread block clusters (`norm_cluster_CN`).
     pub clusters: bool,
+    /// Rows back to back in x and out (row stride = len): a row's place is its index times the
+    /// stride (`NAME_pipe_CN`).
+    pub packed: bool,
+    /// Bytes of shared memory a block may take on the device.
+    pub smem_block: i64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -39,6 +47,10 @@ pub enum Kind {
     /// `norm_tile`: `(x, out, w, b, rows, len, L, eps, wr)`, wr warps a row, and the bytes of
     /// dynamic shared memory (`norm_tile3`: three stages; 0 for the two static ones).
     Tile(i32, u32),
+    /// `NAME_pipe_CN`: the `Packed` parameters on a persistent grid (the launch takes as many
+    /// clusters of CN blocks as the device holds at once), and the bytes of dynamic shared
+    /// memory.
+    Pipe(u32, u32),
 }
 
 /// The tile variants' kernels: two stages (static shared memory) or three (`tile3`).
@@ -112,6 +124,49 @@ fn cluster_names(op: Op) -> [(i64, &'static str); 3] {
     }
 }
 
+/// The pipelined variants' kernels: (CN, kernel), 8 packs a thread.
+fn pipe_names(op: Op) -> [(i64, &'static str); 4] {
+    match op {
+        Op::LayerNorm => [
+            (1, "layer_norm_pipe_1"),
+            (2, "layer_norm_pipe_2"),
+            (4, "layer_norm_pipe_4"),
+            (8, "layer_norm_pipe_8"),
+        ],
+        Op::RmsNorm => [
+            (1, "rms_norm_pipe_1"),
+            (2, "rms_norm_pipe_2"),
+            (4, "rms_norm_pipe_4"),
+            (8, "rms_norm_pipe_8"),
+        ],
+        op => unreachable!("{op} is not a normalization"),
+    }
+}
+
+/// Rows pipelined through registers (`pipe`): aligned rows of whole packs back to back, weight
+/// and bias packs (or absent), 8 packs a thread.
+fn pipe(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<(Kind, Launch, String)> {
+    if !(c.aligned_rows && c.len % c.vec == 0 && c.wvec && c.packed) {
+        return None;
+    }
+    let rows = c.rows.max(1);
+    let by_cn = pipe_names(op);
+    let k = super::pipe::Kernels {
+        by_cn: &by_cn,
+        packs: 8,
+    };
+    let r = super::pipe::Rows {
+        rows,
+        len: c.len,
+        vec: c.vec,
+        clusters: c.clusters,
+        smem_block: c.smem_block,
+    };
+    let p = super::pipe::shape(&r, sms, tuned, k)?;
+    let l = Launch::new(p.kernel, (rows * p.cn) as u64, p.threads as u64);
+    Some((Kind::Pipe(p.cn as u32, p.shared as u32), l, p.why))
+}
+
 /// Every kernel name the planner can choose (checked against the source by a test).
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v = names(Op::LayerNorm).to_vec();
@@ -124,11 +179,15 @@ pub fn kernel_names() -> Vec<&'static str> {
     }
     for op in [Op::LayerNorm, Op::RmsNorm] {
         v.extend(cluster_names(op).map(|c| c.1));
+        v.extend(pipe_names(op).map(|c| c.1));
     }
     v
 }
 
 pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, String) {
+    if let Some(p) = pipe(op, c, sms, tuned) {
+        return p;
+    }
     let k = names(op);
     let (rows, len, v) = (c.rows.max(1) as u64, c.len, c.vec);
     let nv = len / v;
@@ -290,7 +349,7 @@ fn vector(t: Option<&Tensor>) -> (u64, i64, bool) {
 fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<String>)> {
     let (x, o) = (&call.inputs[0], call.out);
     let axis = x.ndim() - 1;
-    let (_, rows, len, sx, so) = rows_of(x, o, Some(axis))?;
+    let (lay, rows, len, sx, so) = rows_of(x, o, Some(axis))?;
     let v = dt(call)?.vec as i64;
     let c = Class {
         rows,
@@ -303,6 +362,10 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
             .iter()
             .all(|t| t.is_none_or(|t| t.strides()[0] == 1)),
         clusters: has_clusters(call.device.index())?,
+        packed: sx == 1
+            && so == 1
+            && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len),
+        smem_block: smem_per_block(call.device.index())? as i64,
     };
     let vars = [
         ("cols", len),
@@ -362,8 +425,17 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
     }
     args.extend([arg(&mut lay), arg(&mut eps), arg(&mut sw), arg(&mut sb)]);
     match kind {
-        Kind::Packed => args.push(arg(&mut wvec)),
+        Kind::Packed | Kind::Pipe(..) => args.push(arg(&mut wvec)),
         _ => args.push(arg(&mut vec)),
+    }
+    if let Kind::Pipe(cn, shared) = kind {
+        let most = resident_clusters(call.device.index(), f, l.block, shared, cn)?;
+        let grid = (l.grid.0.min(most * cn), 1);
+        // SAFETY: as below; the plan checked that the rows are aligned whole packs back to back,
+        // weight and bias packs or absent, and that a block's chunk fits `shared` bytes and its
+        // threads' 8 packs; the grid is a multiple of the cluster size. The kernel takes the
+        // parameters up to eps (the rest are the block variants').
+        return unsafe { launch_shared(f, grid, l.block, shared, stream(call), &mut args) };
     }
     // SAFETY: the arguments match the kernel (`cu/norm.cuh`); x, out, weight and bias are the
     // tensors' elements (weight and bias of x's last-axis length, checked by the dispatcher),

@@ -210,6 +210,31 @@ fn softmax_variant_per_row_length() {
             "{rows} x {len}, itemsize {size}"
         );
     }
+    // Rows back to back: float32 rows of 16385 to 32768 and of more than 100000 pipelined
+    // through registers; 16-bit rows and float32 rows of 50257 (a cluster of 2 was slower)
+    // as above; too few rows to give every SM a block: split.
+    let packed = [
+        (2097, 32000, 4, true, "softmax_pipe_1 1024"),
+        (523, 128256, 4, true, "softmax_pipe_4 1024"),
+        (256, 262144, 4, true, "softmax_pipe_8 1024"),
+        (1335, 50257, 4, false, "softmax_smem 512"),
+        (4194, 32000, 2, true, "softmax_smem 512"),
+        (1046, 128256, 2, true, "softmax_cluster_4 512"),
+        (
+            8,
+            262144,
+            4,
+            true,
+            "softmax_split_stats + softmax_split_write x33",
+        ),
+    ];
+    for (rows, len, size, aligned, want) in packed {
+        assert_eq!(
+            softmax_kernel_of(&t, rows, len, size, aligned, true),
+            want,
+            "{rows} x {len}, itemsize {size}, back to back"
+        );
+    }
 }
 
 #[test]
@@ -251,6 +276,83 @@ fn softmax_rows_staged_in_shared_memory_fit_the_device() {
         let p = softmax::plan(&c, SMS, &tuned);
         assert_eq!((p.main.kernel, p.shared), ("softmax_online", 0));
     }
+}
+
+#[test]
+fn softmax_rows_pipelined_where_a_config_asks() {
+    let t = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"softmax": [{"pipe": 1, "cluster": 1}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let view = TuneView::new(&t, None);
+    let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
+    let class = |rows, len, vec| softmax::Class {
+        rows,
+        len,
+        vec,
+        aligned_rows: len % vec == 0,
+        contiguous: true,
+        packed: true,
+        quad_aligned: true,
+        smem_block: SMEM,
+        clusters: true,
+    };
+    // (rows, len, elements a pack) -> kernel, threads, shared bytes a block: the fewest blocks
+    // a row of which each holds its chunk at 32 values a thread (float32 8 packs, 16-bit 4),
+    // at most 1024 threads; the plan's grid is every row's blocks (the launch caps it at what
+    // the device holds at once).
+    let cases = [
+        (2097, 32000, 4, "softmax_pipe_1", 1024, 8000 * 16),
+        (1335, 50257, 4, "softmax_pipe_2", 800, 6282 * 16),
+        (523, 128256, 4, "softmax_pipe_4", 1024, 8016 * 16),
+        (256, 262144, 4, "softmax_pipe_8", 1024, 8192 * 16),
+        (4194, 32000, 8, "softmax_pipe_1", 1024, 4000 * 16),
+        (1046, 128256, 8, "softmax_pipe_4", 1024, 4008 * 16),
+        (512, 262144, 8, "softmax_pipe_8", 1024, 4096 * 16),
+    ];
+    for (rows, len, vec, kernel, threads, shared) in cases {
+        let p = softmax::plan(&class(rows, len, vec), SMS, &tuned);
+        assert_eq!(
+            (
+                p.main.kernel,
+                p.main.block,
+                p.shared as i64,
+                p.main.grid.0 as i64
+            ),
+            (kernel, threads, shared, rows * p.chunks),
+            "{rows} x {len}"
+        );
+        assert_eq!(p.kind, softmax::Kind::Pipe(p.chunks as u32));
+        assert!(p.why.contains("persistent grid"), "{}", p.why);
+    }
+    // Rows that would not give every SM a block (split), that are not back to back, float64, a
+    // device without clusters for rows longer than one block holds, and rows shorter than
+    // `pipe_cols` (16384): not pipelined.
+    let other = |c: softmax::Class| softmax::plan(&c, SMS, &tuned).main.kernel;
+    assert_eq!(other(class(16, 128256, 4)), "softmax_split_stats");
+    let strided = softmax::Class {
+        packed: false,
+        ..class(1024, 128256, 4)
+    };
+    assert_eq!(other(strided), "softmax_cluster_8");
+    assert_eq!(other(class(1024, 65536, 2)), "softmax_cluster_8");
+    let alone = softmax::Class {
+        clusters: false,
+        ..class(1024, 65536, 4)
+    };
+    assert_eq!(other(alone), "softmax_online");
+    assert_eq!(
+        other(softmax::Class {
+            clusters: false,
+            ..class(1024, 32768, 4)
+        }),
+        "softmax_pipe_1"
+    );
+    assert_eq!(other(class(1024, 8192, 4)), "softmax_block_4");
 }
 
 #[test]
@@ -447,6 +549,73 @@ fn reduction_walk_per_shape_class() {
 }
 
 #[test]
+fn norm_rows_pipelined_where_a_config_asks() {
+    let t = TuneTable::from_files(
+        &[(
+            "default.json".to_owned(),
+            r#"{"norm": [{"pipe": 1, "pipe_cols": 4096}]}"#.to_owned(),
+        )],
+        "test".into(),
+    )
+    .unwrap();
+    let view = TuneView::new(&t, None);
+    let tuned = Tuned::select(&view, "norm", &[]).unwrap();
+    let class = |rows, len, vec| norm::Class {
+        rows,
+        len,
+        vec,
+        aligned_rows: len % vec == 0,
+        contiguous: true,
+        wvec: true,
+        wcontig: true,
+        clusters: true,
+        packed: true,
+        smem_block: SMEM,
+    };
+    // (rows, len, elements a pack) -> kernel, threads, shared bytes a block: the fewest blocks a
+    // row of which each holds its chunk at 8 packs a thread (x's own packs: a bfloat16 row of
+    // 65536 in one block), at most 1024 threads; the plan's grid is every row's blocks.
+    let cases = [
+        (32768, 4096, 8, "rms_norm_pipe_1", 64, 512 * 16, 1),
+        (4096, 65536, 8, "rms_norm_pipe_1", 1024, 8192 * 16, 1),
+        (2048, 65536, 4, "rms_norm_pipe_2", 1024, 8192 * 16, 2),
+        (1024, 131072, 4, "rms_norm_pipe_4", 1024, 8192 * 16, 4),
+    ];
+    for (rows, len, vec, kernel, threads, shared, cn) in cases {
+        let (kind, l, why) = norm::plan(Op::RmsNorm, &class(rows, len, vec), SMS, &tuned);
+        assert_eq!(
+            (l.kernel, l.block, kind, l.grid.0 as i64),
+            (
+                kernel,
+                threads,
+                norm::Kind::Pipe(cn, shared),
+                rows * cn as i64
+            ),
+            "{rows} x {len}"
+        );
+        assert!(why.contains("persistent grid"), "{why}");
+    }
+    // Rows not back to back or not whole aligned packs, too few to give every SM a block,
+    // shorter than `pipe_cols`, float64, or longer than 8 blocks of 1024 threads hold: not
+    // pipelined.
+    let other = |c: norm::Class| norm::plan(Op::LayerNorm, &c, SMS, &tuned).1.kernel;
+    let strided = norm::Class {
+        packed: false,
+        ..class(4096, 65536, 8)
+    };
+    assert_eq!(other(strided), "layer_norm_block_8");
+    let odd = norm::Class {
+        aligned_rows: false,
+        ..class(4096, 4097, 8)
+    };
+    assert_eq!(other(odd), "layer_norm_block_any_2");
+    assert_eq!(other(class(64, 65536, 8)), "layer_norm_block_8");
+    assert_eq!(other(class(4096, 2048, 8)), "layer_norm_block_2");
+    assert_eq!(other(class(4096, 65536, 2)), "layer_norm_rows");
+    assert_eq!(other(class(256, 1 << 20, 4)), "layer_norm_rows");
+}
+
+#[test]
 fn norm_and_elementwise_variants() {
     let t = table();
     let view = TuneView::new(&t, Some("sm_90"));
@@ -462,6 +631,8 @@ fn norm_and_elementwise_variants() {
             wvec: true,
             wcontig: true,
             clusters: true,
+            packed: true,
+            smem_block: SMEM,
         };
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
@@ -473,10 +644,12 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
-    // Long 16-bit rows: 1024 threads of 8 packs, read once; float32 rows of 65536 are longer
-    // than a block's registers: over a cluster of 8 blocks.
-    assert_eq!(np(65536, 8, true), "layer_norm_block_8 1024");
-    assert_eq!(np(65536, 4, true), "layer_norm_cluster_8 512");
+    // Rows of 65536 on, back to back: pipelined through registers (16-bit: a block of 1024
+    // threads a row, float32 a cluster of 2); shorter float32 rows longer than a block's
+    // registers at 512 threads over a cluster (49152: 8 blocks of 384 threads).
+    assert_eq!(np(65536, 8, true), "layer_norm_pipe_1 1024");
+    assert_eq!(np(65536, 4, true), "layer_norm_pipe_2 1024");
+    assert_eq!(np(49152, 4, true), "layer_norm_cluster_8 384");
     // Odd lengths, contiguous: packs after peeling, in registers.
     assert_eq!(np(4097, 8, false), "layer_norm_block_any_2 256");
     assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");
@@ -652,6 +825,10 @@ fn every_planned_kernel_is_in_the_source() {
             "warp" => softmax_src.contains(&format!("SOFTMAX_WARP({}, ", parts[2])),
             "lanes" => softmax_src.contains(&format!("SOFTMAX_LANES({}, {})", parts[2], parts[3])),
             "block" => softmax_src.contains(&format!("SOFTMAX_BLOCK({})", parts[2])),
+            "pipe" => {
+                softmax_src.contains(&format!("SOFTMAX_PIPE({})", parts[2]))
+                    || softmax_src.contains(&format!(" {name}("))
+            }
             "cluster" => {
                 softmax_src.contains(&format!("SOFTMAX_CLUSTER({})", parts[2]))
                     || softmax_src.contains(&format!(" {name}("))
@@ -673,6 +850,15 @@ fn every_planned_kernel_is_in_the_source() {
             .split_once("_norm_")
             .map(|(a, b)| (format!("{a}_norm"), b))
             .unwrap();
+        if let Some(cn) = variant.strip_prefix("pipe_") {
+            let found = norm_src.contains(&format!(" {name}("))
+                || norm_src.contains(&format!(
+                    "NORM_PIPES({op}, {}, {cn})",
+                    (op == "rms_norm") as u8
+                ));
+            assert!(found && norm_src.contains("NAME##_pipe_##CN("), "{name}");
+            continue;
+        }
         let macro_name = if variant.starts_with("cluster") {
             "NORM_CLUSTERS"
         } else {

@@ -3,6 +3,9 @@
 //! - rows up to 1024 elements that are not whole aligned packs (or shorter than a pack a lane):
 //!   `softmax_group_G_N`, G lanes per row, N elements a lane;
 //! - contiguous aligned rows of whole packs, up to 8 packs a lane: `softmax_warp_N`;
+//! - long rows back to back (float32 and 16-bit), where a config sets `pipe`: `softmax_pipe_CN`,
+//!   a block's chunk of a row in registers while its next row's arrives, on a persistent grid
+//!   (`pipe.rs`);
 //! - contiguous rows of at least `smem_cols` elements of which two fit an SM's shared memory:
 //!   `softmax_smem`, a block per row staged whole in shared memory (read once);
 //! - few long rows (fewer than `split_rows`, at least `split_cols` elements): split over blocks,
@@ -15,7 +18,9 @@
 //!   `softmax_online`, a block per row, reading the row twice (the second time from L2).
 
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Lay, Tuned};
-use crate::driver::{function, has_clusters, launch, launch_shared, smem_per_block, Scratch};
+use crate::driver::{
+    function, has_clusters, launch, launch_shared, resident_clusters, smem_per_block, Scratch,
+};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, OpCall};
@@ -95,6 +100,14 @@ const CLUSTER: [(i64, &str); 3] = [
 ];
 /// Rows staged in part over a cluster of 8 blocks (`cluster_part`).
 const CLUSTER_PART: (i64, &str) = (8, "softmax_cluster_part_8");
+/// Rows pipelined through registers over a persistent grid of CN blocks a row (`pipe`; CN > 1
+/// a cluster, sm_90 on): (CN, kernel).
+const PIPE: [(i64, &str); 4] = [
+    (1, "softmax_pipe_1"),
+    (2, "softmax_pipe_2"),
+    (4, "softmax_pipe_4"),
+    (8, "softmax_pipe_8"),
+];
 const BLOCK: [(i64, &str); 4] = [
     (1, "softmax_block_1"),
     (2, "softmax_block_2"),
@@ -112,6 +125,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend(CLUSTER.iter().map(|b| b.1));
     v.push(CLUSTER_PART.1);
+    v.extend(PIPE.iter().map(|b| b.1));
     v.extend([
         "softmax_smem",
         "softmax_online",
@@ -157,6 +171,9 @@ pub enum Kind {
     Tile,
     /// The two split kernels.
     Split,
+    /// `(x, out, rows, len, L)` as `Packed`, on a persistent grid (`softmax_pipe_CN`): the
+    /// launch takes as many clusters of the plan's blocks as the device holds at once.
+    Pipe(u32),
 }
 
 /// Elements a row must have for `softmax_smem` (`smem_cols`): shorter rows fit a block's
@@ -327,6 +344,9 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         );
         return single(Kind::Group, Launch::new(k, grid, 256), why);
     }
+    if let Some(p) = pipe(c, sms, tuned) {
+        return p;
+    }
     // Long contiguous rows that fit a block's shared memory (with a pack of slack for the row's
     // alignment): read once, whatever the row count. Where two rows fit an SM they come before
     // the register variant (one block an SM at these lengths, which cannot overlap one row's
@@ -491,6 +511,37 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
 }
 
 /// The rows of x and out along the axis: layout of the other dims, row count, length, strides.
+/// Long contiguous rows pipelined through registers (`pipe`): rows back to back (the kernel
+/// finds a row as its index times the stride), 32 values of the compute type a thread.
+fn pipe(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<Plan> {
+    if !(c.contiguous && c.packed) {
+        return None;
+    }
+    let rows = c.rows.max(1);
+    let k = super::pipe::Kernels {
+        by_cn: &PIPE,
+        packs: 32 / c.vec,
+    };
+    let r = super::pipe::Rows {
+        rows,
+        len: c.len,
+        vec: c.vec,
+        clusters: c.clusters,
+        smem_block: c.smem_block,
+    };
+    let p = super::pipe::shape(&r, sms, tuned, k)?;
+    Some(Plan {
+        kind: Kind::Pipe(p.cn as u32),
+        main: Launch::new(p.kernel, (rows * p.cn) as u64, p.threads as u64),
+        write: None,
+        chunks: p.cn,
+        chunk: c.len.cdiv(p.cn),
+        tile_rows: 0,
+        shared: p.shared as u32,
+        why: p.why,
+    })
+}
+
 pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64, i64, i64, i64)> {
     let Some(a) = axis else {
         return Ok((Lay::new(&[], &[&[], &[]])?, 1, 1, 1, 1));
@@ -628,16 +679,25 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     }
     if p.kind != Kind::Split {
         let mut args = vec![arg(&mut px), arg(&mut po), arg(&mut rows), arg(&mut len)];
+        let mut grid = p.main.grid;
         match p.kind {
             Kind::Group => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay)]),
             Kind::Packed => args.push(arg(&mut lay)),
+            Kind::Pipe(cn) => {
+                args.push(arg(&mut lay));
+                let d = call.device.index();
+                let most = resident_clusters(d, f, p.main.block, p.shared, cn)?;
+                grid.0 = grid.0.min(most * cn);
+            }
             _ => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay), arg(&mut vec)]),
         }
-        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); x and out are the tensors'
-        // elements, ordered on the stream; the plan's variant fits the rows (whole aligned packs
-        // for the warp and block variants, a row and a pack in `shared` bytes for the staged
-        // rows, within the device's limit).
-        return unsafe { launch_shared(f, p.main.grid, p.main.block, p.shared, st, &mut args) };
+        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`, `cu/softmax_pipe.cuh`); x
+        // and out are the tensors' elements, ordered on the stream; the plan's variant fits the
+        // rows (whole aligned packs for the warp and block variants, a row and a pack in
+        // `shared` bytes for the staged rows, a block's chunk of rows back to back in `shared`
+        // bytes and its threads' registers for the pipelined ones, within the device's limit);
+        // a pipelined grid is a multiple of its cluster size.
+        return unsafe { launch_shared(f, grid, p.main.block, p.shared, st, &mut args) };
     }
     let bytes = (rows * chunks) as usize * 2 * dt(call)?.compute_size();
     let scratch = Scratch::new(bytes, st)?;

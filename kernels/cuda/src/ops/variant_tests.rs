@@ -10,6 +10,8 @@ use rffi_core::DataType;
 use rffi_kernels::{Op, TuneTable, TuneView};
 
 const SMS: i64 = 132;
+/// Shared memory a block may take on an H200 (227 KiB).
+const SMEM: i64 = 232448;
 
 /// The built-in `default.json` with `sm_90` given by `arch` (None: the built-in sm_90.json).
 fn table(arch: Option<&str>) -> TuneTable {
@@ -51,6 +53,8 @@ fn norm_plan(
         wvec,
         wcontig: true,
         clusters: true,
+        packed: true,
+        smem_block: SMEM,
     };
     let (kind, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
     (kind, l)
@@ -89,6 +93,8 @@ fn norm_weight_shift_only_where_a_config_sets_it() {
         wvec,
         wcontig,
         clusters: true,
+        packed: true,
+        smem_block: SMEM,
     };
     // x's rows off alignment, or a weight off x's: shifted packs; a strided weight: element
     // by element; aligned rows with weight and bias as packs: the block of packs.
@@ -264,7 +270,7 @@ fn softmax_plan(t: &TuneTable, len: i64, itemsize: i64, quad_aligned: bool) -> s
         contiguous: true,
         packed: true,
         quad_aligned,
-        smem_block: 232448,
+        smem_block: SMEM,
         clusters: true,
     };
     softmax::plan(&c, SMS, &tuned)
@@ -348,14 +354,59 @@ fn norm_clusters_only_where_a_config_sets_them() {
     // (rows, len, itemsize) -> kernel and block with the key: the fewest blocks of at most 512
     // threads of 4 packs (bfloat16 65536: 8192 packs, 4 x 512; float32 65536: 16384 packs,
     // 8 x 512; bfloat16 32768 2 x 512; 24576: 2 x 384), a block's grid per row times CN.
+    // The built-in configs: float32 rows over a cluster, except rows of 65536 on, pipelined
+    // (sm_90.json: bfloat16 rows of 32768 were slower over a cluster).
     let cases = [
-        (4096, 65536, 2, "layer_norm_cluster_4", 512),
-        (4096, 32768, 2, "layer_norm_cluster_2", 512),
-        (4096, 24576, 2, "layer_norm_cluster_2", 384),
-        (4096, 65536, 4, "layer_norm_cluster_8", 512),
-        (64, 131072, 2, "layer_norm_cluster_8", 512),
+        (
+            4096,
+            65536,
+            2,
+            "layer_norm_cluster_4",
+            512,
+            "layer_norm_pipe_1",
+        ),
+        (
+            4096,
+            32768,
+            2,
+            "layer_norm_cluster_2",
+            512,
+            "layer_norm_block_4",
+        ),
+        (
+            4096,
+            24576,
+            2,
+            "layer_norm_cluster_2",
+            384,
+            "layer_norm_block_4",
+        ),
+        (
+            4096,
+            65536,
+            4,
+            "layer_norm_cluster_8",
+            512,
+            "layer_norm_pipe_2",
+        ),
+        (
+            4096,
+            49152,
+            4,
+            "layer_norm_cluster_8",
+            384,
+            "layer_norm_cluster_8",
+        ),
+        (
+            64,
+            131072,
+            2,
+            "layer_norm_cluster_8",
+            512,
+            "layer_norm_rows",
+        ),
     ];
-    for (rows, len, itemsize, kernel, block) in cases {
+    for (rows, len, itemsize, kernel, block, builtin_kernel) in cases {
         let (kind, l) = norm_plan(&with, rows, len, itemsize, true);
         let cn: u32 = kernel.rsplit('_').next().unwrap().parse().unwrap();
         assert_eq!(
@@ -363,15 +414,8 @@ fn norm_clusters_only_where_a_config_sets_them() {
             (norm::Kind::Packed, kernel, block, rows as u32 * cn),
             "{len} x {itemsize}"
         );
-        // The built-in configs take them for float32 rows only (sm_90.json: bfloat16 rows of
-        // 32768 were slower over a cluster).
         let (_, l) = norm_plan(&builtin, rows, len, itemsize, true);
-        assert_eq!(
-            l.kernel.contains("cluster"),
-            itemsize == 4,
-            "{len}: {}",
-            l.kernel
-        );
+        assert_eq!(l.kernel, builtin_kernel, "{len} x {itemsize}, built-in");
     }
     // Rows a block of at most 512 threads holds, weight or bias not packs, and rows too long
     // for 8 blocks keep the other variants.

@@ -1,0 +1,82 @@
+//! Rows pipelined through registers (`cu/pipe.cuh`: `softmax_pipe_CN`, `NAME_pipe_CN`): how many
+//! blocks a row and how large, the same for softmax and the norms. A persistent grid: the plan
+//! names every row's blocks, and the launch takes as many as the device holds at once
+//! (`driver::resident_clusters`).
+
+use super::{CeilDiv, Tuned};
+
+/// Where a row's blocks come from: the kernels by CN (1, then clusters), and the packs a thread
+/// holds.
+pub struct Kernels<'a> {
+    pub by_cn: &'a [(i64, &'static str)],
+    pub packs: i64,
+}
+
+/// Rows and the device, as the planners see them.
+pub struct Rows {
+    pub rows: i64,
+    pub len: i64,
+    /// Elements a 16-byte pack.
+    pub vec: i64,
+    /// The device runs thread block clusters.
+    pub clusters: bool,
+    /// Bytes of shared memory a block may take.
+    pub smem_block: i64,
+}
+
+/// The pipelined shape of rows: CN blocks a row, each `threads` threads holding its chunk in
+/// `shared` bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    pub cn: i64,
+    pub kernel: &'static str,
+    pub threads: i64,
+    pub shared: i64,
+    pub why: String,
+}
+
+/// Where a config sets `pipe` and rows of at least `pipe_cols` (default 16384) elements
+/// (float32 or 16-bit, fewer than 2^30 rows, each fewer than 2^30 elements: the
+/// kernels count in `int`) qualify: the fewest blocks a row (1, or a cluster where the device
+/// has them) of which each holds its chunk (at most len / vec packs after peeling, over CN) in
+/// at most `pipe_threads` (default 1024) threads of `packs` packs and in the block's shared
+/// memory; None where the rows would not give every SM a block.
+pub fn shape(r: &Rows, sms: i64, tuned: &Tuned<'_>, k: Kernels<'_>) -> Option<Shape> {
+    let (rows, len, vec) = (r.rows, r.len, r.vec);
+    let itemsize = 16 / vec;
+    if tuned.get("pipe", 0) == 0
+        || !(itemsize == 2 || itemsize == 4)
+        || rows >= 1 << 30
+        || len >= 1 << 30
+        || len < tuned.get("pipe_cols", 16384)
+    {
+        return None;
+    }
+    let most = tuned.get("pipe_threads", 1024).clamp(64, 1024) / 32 * 32;
+    let chunk = |cn: i64| (len / vec).cdiv(cn);
+    let &(cn, kernel) = k.by_cn.iter().find(|&&(cn, _)| {
+        (cn == 1 || r.clusters)
+            && chunk(cn) <= most * k.packs
+            && chunk(cn) * 16 + 1024 <= r.smem_block
+    })?;
+    if rows * cn < sms {
+        return None;
+    }
+    let shared = chunk(cn) * 16;
+    let why = format!(
+        "rows of {len} over {cn} block{} a row{}: {} packs a thread in registers while the next \
+         row's chunk arrives in shared memory ({} KiB) by 16-byte asynchronous copies, on a \
+         persistent grid (as many as the device holds at once), each element read once",
+        if cn == 1 { "" } else { "s" },
+        if cn == 1 { "" } else { " (a cluster)" },
+        k.packs,
+        shared.cdiv(1024),
+    );
+    Some(Shape {
+        cn,
+        kernel,
+        threads: (chunk(cn).cdiv(k.packs).cdiv(32) * 32).max(64),
+        shared,
+        why,
+    })
+}
