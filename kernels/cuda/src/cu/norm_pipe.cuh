@@ -49,20 +49,8 @@ template <int OPK, int CN> __device__ __forceinline__ void norm_pipe(u64 px, u64
     block_sum2(s, q2, red);
 #if __CUDA_ARCH__ >= 900
     if (CN > 1) {
-      __shared__ C pair[2][2];  // this block's sums, by the parity of the row's round
-      C* slot = pair[round & 1];
-      if (threadIdx.x == 0) { slot[0] = s; slot[1] = q2; }
-      cluster_sync();
-      // Lane q of every warp reads block q's pair (the CN reads at once; the other lanes hold
-      // zeros), and the lanes add them by shuffles: the same order, so the same sums, in every
-      // block.
-      const int lane = threadIdx.x & 31;
-      s = 0; q2 = 0;
-      if (lane < CN) { s = ld_cluster(&slot[0], lane); q2 = ld_cluster(&slot[1], lane); }
-      _Pragma("unroll") for (int o = 16; o > 0; o >>= 1) {
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-        q2 += __shfl_xor_sync(0xffffffffu, q2, o);
-      }
+      __shared__ C pair[2][2];
+      cluster_pairs<CN>(s, q2, pair[round & 1], (C)0, (C)0, [](C& x, C& y, C x2, C y2) { x += x2; y += y2; });
     }
 #endif
     // rms_norm: no shift, no mean: the mean square.

@@ -38,3 +38,24 @@ template <int CN, int PK, int LONE = 1> __device__ __forceinline__ PipeChunk pip
   lone = LONE && k.lone >= 0 ? ld(x[k.lone]) : absent;
   return k;
 }
+
+#if __CUDA_ARCH__ >= 900
+// Every block's pair (a, b) of a cluster of CN merged by `merge`, the same pair in every block:
+// thread 0 puts its block's in `slot` (two values of this block's shared memory, by the parity of
+// the row's round, so that a block may write the next round's while a slower one still reads
+// this round's), and after one cluster barrier lane q of every warp reads block q's through
+// distributed shared memory (the CN reads at once, each crossing to another SM; the other lanes
+// hold the empty pair), and shuffles merge them in the same order in every block.
+template <int CN, typename F> __device__ __forceinline__ void cluster_pairs(C& a, C& b, C* slot, C empty_a, C empty_b, F merge) {
+  if (threadIdx.x == 0) { slot[0] = a; slot[1] = b; }
+  cluster_sync();
+  const int lane = threadIdx.x & 31;
+  a = empty_a;
+  b = empty_b;
+  if (lane < CN) { a = ld_cluster(&slot[0], lane); b = ld_cluster(&slot[1], lane); }
+  _Pragma("unroll") for (int o = 16; o > 0; o >>= 1) {
+    const C a2 = __shfl_xor_sync(0xffffffffu, a, o), b2 = __shfl_xor_sync(0xffffffffu, b, o);
+    merge(a, b, a2, b2);
+  }
+}
+#endif

@@ -44,21 +44,8 @@ template <int CN> __device__ __forceinline__ void softmax_pipe(u64 px, u64 po, i
     block_ms(rm, rs);
 #if __CUDA_ARCH__ >= 900
     if (CN > 1) {
-      __shared__ C slots[2][2];  // this block's (max, sum), by the parity of the row's round
-      C* slot = slots[round & 1];
-      if (threadIdx.x == 0) { slot[0] = rm; slot[1] = rs; }
-      cluster_sync();
-      // Lane q of every warp reads block q's pair (the CN reads at once, not one after another:
-      // each crosses to another SM; the other lanes hold empty pairs), and the lanes merge them
-      // by shuffles: the same order, so the same (max, sum), in every block.
-      const int lane = threadIdx.x & 31;
-      rm = NEG_INF;
-      rs = (C)0;
-      if (lane < CN) { rm = ld_cluster(&slot[0], lane); rs = ld_cluster(&slot[1], lane); }
-      _Pragma("unroll") for (int o = 16; o > 0; o >>= 1) {
-        const C m2 = __shfl_xor_sync(0xffffffffu, rm, o), s2 = __shfl_xor_sync(0xffffffffu, rs, o);
-        ms_merge(rm, rs, m2, s2);
-      }
+      __shared__ C pair[2][2];
+      cluster_pairs<CN>(rm, rs, pair[round & 1], NEG_INF, (C)0, [](C& m, C& s, C m2, C s2) { ms_merge(m, s, m2, s2); });
     }
 #endif
     // A fully masked row has rm = -inf and rs = 0: 0 / 0, NaN, as in PyTorch.

@@ -155,14 +155,8 @@ fn pipe(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<(Kind, Launch,
         by_cn: &by_cn,
         packs: 8,
     };
-    let r = super::pipe::Rows {
-        rows,
-        len: c.len,
-        vec: c.vec,
-        clusters: c.clusters,
-        smem_block: c.smem_block,
-    };
-    let p = super::pipe::shape(&r, sms, tuned, k)?;
+    let device = (c.clusters, c.smem_block, sms);
+    let p = super::pipe::shape((rows, c.len, c.vec), device, tuned, k)?;
     let l = Launch::new(p.kernel, (rows * p.cn) as u64, p.threads as u64);
     Some((Kind::Pipe(p.cn as u32, p.shared as u32), l, p.why))
 }

@@ -12,18 +12,6 @@ pub struct Kernels<'a> {
     pub packs: i64,
 }
 
-/// Rows and the device, as the planners see them.
-pub struct Rows {
-    pub rows: i64,
-    pub len: i64,
-    /// Elements a 16-byte pack.
-    pub vec: i64,
-    /// The device runs thread block clusters.
-    pub clusters: bool,
-    /// Bytes of shared memory a block may take.
-    pub smem_block: i64,
-}
-
 /// The pipelined shape of rows: CN blocks a row, each `threads` threads holding its chunk in
 /// `shared` bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,14 +23,19 @@ pub struct Shape {
     pub why: String,
 }
 
-/// Where a config sets `pipe` and rows of at least `pipe_cols` (default 16384) elements
-/// (float32 or 16-bit, fewer than 2^30 rows, each fewer than 2^30 elements: the
-/// kernels count in `int`) qualify: the fewest blocks a row (1, or a cluster where the device
-/// has them) of which each holds its chunk (at most len / vec packs after peeling, over CN) in
-/// at most `pipe_threads` (default 1024) threads of `packs` packs and in the block's shared
-/// memory; None where the rows would not give every SM a block.
-pub fn shape(r: &Rows, sms: i64, tuned: &Tuned<'_>, k: Kernels<'_>) -> Option<Shape> {
-    let (rows, len, vec) = (r.rows, r.len, r.vec);
+/// (rows, elements a row, elements a pack), (whether the device runs clusters, the shared
+/// memory a block may take, its SMs): where a config sets `pipe` and rows of at least
+/// `pipe_cols` (default 16384) elements qualify (float32 or 16-bit, fewer than 2^30 rows, each
+/// fewer than 2^30 elements: the kernels count in `int`), the fewest blocks a row (1, or a
+/// cluster where the device has them) of which each holds its chunk (at most len / vec packs
+/// after peeling, over CN) in at most `pipe_threads` (default 1024) threads of `packs` packs and
+/// in the block's shared memory; None where the rows would not give every SM a block.
+pub fn shape(
+    (rows, len, vec): (i64, i64, i64),
+    (clusters, smem_block, sms): (bool, i64, i64),
+    tuned: &Tuned<'_>,
+    k: Kernels<'_>,
+) -> Option<Shape> {
     let itemsize = 16 / vec;
     if tuned.get("pipe", 0) == 0
         || !(itemsize == 2 || itemsize == 4)
@@ -55,9 +48,7 @@ pub fn shape(r: &Rows, sms: i64, tuned: &Tuned<'_>, k: Kernels<'_>) -> Option<Sh
     let most = tuned.get("pipe_threads", 1024).clamp(64, 1024) / 32 * 32;
     let chunk = |cn: i64| (len / vec).cdiv(cn);
     let &(cn, kernel) = k.by_cn.iter().find(|&&(cn, _)| {
-        (cn == 1 || r.clusters)
-            && chunk(cn) <= most * k.packs
-            && chunk(cn) * 16 + 1024 <= r.smem_block
+        (cn == 1 || clusters) && chunk(cn) <= most * k.packs && chunk(cn) * 16 + 1024 <= smem_block
     })?;
     if rows * cn < sms {
         return None;

@@ -522,14 +522,8 @@ fn pipe(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<Plan> {
         by_cn: &PIPE,
         packs: 32 / c.vec,
     };
-    let r = super::pipe::Rows {
-        rows,
-        len: c.len,
-        vec: c.vec,
-        clusters: c.clusters,
-        smem_block: c.smem_block,
-    };
-    let p = super::pipe::shape(&r, sms, tuned, k)?;
+    let device = (c.clusters, c.smem_block, sms);
+    let p = super::pipe::shape((rows, c.len, c.vec), device, tuned, k)?;
     Some(Plan {
         kind: Kind::Pipe(p.cn as u32),
         main: Launch::new(p.kernel, (rows * p.cn) as u64, p.threads as u64),
