@@ -24,6 +24,12 @@ fn table() -> TuneTable {
     TuneTable::from_files(&files, "built-in".into()).unwrap()
 }
 
+/// A table of one `default.json` (no arch layer).
+fn config_table(json: &str) -> TuneTable {
+    let files = [("default.json".to_owned(), json.to_owned())];
+    TuneTable::from_files(&files, "test".into()).unwrap()
+}
+
 fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bool) -> String {
     softmax_kernel_of(t, rows, len, itemsize, aligned, false)
 }
@@ -280,14 +286,7 @@ fn softmax_rows_staged_in_shared_memory_fit_the_device() {
 
 #[test]
 fn softmax_rows_pipelined_where_a_config_asks() {
-    let t = TuneTable::from_files(
-        &[(
-            "default.json".to_owned(),
-            r#"{"softmax": [{"pipe": 1, "cluster": 1}]}"#.to_owned(),
-        )],
-        "test".into(),
-    )
-    .unwrap();
+    let t = config_table(r#"{"softmax": [{"pipe": 1, "cluster": 1}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
     let class = |rows, len, vec| softmax::Class {
@@ -357,14 +356,7 @@ fn softmax_rows_pipelined_where_a_config_asks() {
 
 #[test]
 fn softmax_rows_over_a_cluster_where_a_config_asks() {
-    let t = TuneTable::from_files(
-        &[(
-            "default.json".to_owned(),
-            r#"{"softmax": [{"cluster": 1}]}"#.to_owned(),
-        )],
-        "test".into(),
-    )
-    .unwrap();
+    let t = config_table(r#"{"softmax": [{"cluster": 1}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
     let class = |rows, len, vec| softmax::Class {
@@ -412,14 +404,7 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
     // `cluster_part`: those chunks of 8 blocks staged in part, as much as two blocks an SM
     // hold (float32 and bfloat16 rows of 1 MiB: 128 KiB chunks, 111.5 KiB staged); rows whose
     // chunks are more than twice that are still read twice.
-    let t = TuneTable::from_files(
-        &[(
-            "default.json".to_owned(),
-            r#"{"softmax": [{"cluster": 1, "cluster_part": 1}]}"#.to_owned(),
-        )],
-        "test".into(),
-    )
-    .unwrap();
+    let t = config_table(r#"{"softmax": [{"cluster": 1, "cluster_part": 1}]}"#);
     let view = TuneView::new(&t, None);
     let part = Tuned::select(&view, "softmax", &[]).unwrap();
     let half = (SMEM / 2 - 2048) / 16 * 16;
@@ -550,14 +535,7 @@ fn reduction_walk_per_shape_class() {
 
 #[test]
 fn norm_rows_pipelined_where_a_config_asks() {
-    let t = TuneTable::from_files(
-        &[(
-            "default.json".to_owned(),
-            r#"{"norm": [{"pipe": 1, "pipe_cols": 4096}]}"#.to_owned(),
-        )],
-        "test".into(),
-    )
-    .unwrap();
+    let t = config_table(r#"{"norm": [{"pipe": 1, "pipe_cols": 4096}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "norm", &[]).unwrap();
     let class = |rows, len, vec| norm::Class {
