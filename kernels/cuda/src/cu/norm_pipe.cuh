@@ -2,10 +2,10 @@
 // block's chunk of a row in registers as x's own packs (8 a thread: half the registers of floats
 // for 16-bit types, so one block holds a bfloat16 row of 65536), while its next row's arrives.
 // Statistics of values shifted by the row's first element (loaded a round ahead), one block
-// reduction of the pair; within a cluster the blocks' pairs are added after one cluster barrier
-// (a slot by round parity), in the same order, so to the same statistics, in every block. Aligned rows of
-// whole packs, weight and bias as packs or absent (the planner checks): an instance for other
-// rows, with element-wise weights and lone elements, spills.
+// reduction of the pair; within a cluster the blocks' pairs are added once a row
+// (`cluster_pairs`), to the same statistics in every block. Aligned rows of whole packs, weight
+// and bias as packs or absent (the planner checks): an instance for other rows, with
+// element-wise weights and lone elements, spills.
 
 #define NP_PK 8
 template <int OPK, int CN> __device__ __forceinline__ void norm_pipe(u64 px, u64 po, u64 pw, u64 pb, int rows, int n, const Lay& L, double eps) {

@@ -218,17 +218,15 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
     let vec = dt.vec as i64;
     if !scalar {
         if let Some(bc) = broadcast_form(&shape, &strides, ops.ptrs(), vec) {
-            let form = Form::Bcast;
             return Ok(Layout {
-                form,
+                form: Form::Bcast,
                 bc,
                 ..Layout::default()
             });
         }
         if let Some(tl) = tiled_form(&shape, &strides) {
-            let form = Form::Tiled;
             return Ok(Layout {
-                form,
+                form: Form::Tiled,
                 tl,
                 ..Layout::default()
             });
@@ -236,9 +234,8 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
     }
     if params.halves != 0 {
         if let Some(hv) = halves_form(&shape, &strides, ops.ptrs(), vec) {
-            let form = Form::Halves;
             return Ok(Layout {
-                form,
+                form: Form::Halves,
                 hv,
                 ..Layout::default()
             });
@@ -250,17 +247,15 @@ fn layout(call: &OpCall<'_>, name: &str, ops: &Operands<'_>, params: Params) -> 
             tiled: params.strided_tile as i32,
             ..l
         };
-        let form = Form::Strided32;
         return Ok(Layout {
-            form,
+            form: Form::Strided32,
             lay32,
             ..Layout::default()
         });
     }
     let lay = Lay::new(&shape, &strides)?;
-    let form = Form::Strided;
     Ok(Layout {
-        form,
+        form: Form::Strided,
         lay,
         ..Layout::default()
     })

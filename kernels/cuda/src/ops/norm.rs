@@ -4,11 +4,9 @@
 //! rows pipelined through registers where a config sets `pipe` (`cu/norm_pipe.cuh`, `pipe.rs`),
 //! and a generic block per row (two reads) for everything else.
 
-use super::softmax::{row_alignment, rows_of};
+use super::softmax::{back_to_back, row_alignment, rows_of};
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
-use crate::driver::{
-    function, has_clusters, launch, launch_shared, resident_clusters, smem_per_block,
-};
+use crate::driver::{function, has_clusters, launch, launch_shared, smem_per_block};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, Op, OpCall};
@@ -356,9 +354,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<(Class, Kind, Launch, String, Option<S
             .iter()
             .all(|t| t.is_none_or(|t| t.strides()[0] == 1)),
         clusters: has_clusters(call.device.index())?,
-        packed: sx == 1
-            && so == 1
-            && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len),
+        packed: back_to_back(&lay, rows, len, sx, so),
         smem_block: smem_per_block(call.device.index())? as i64,
     };
     let vars = [
@@ -423,8 +419,7 @@ pub fn norm(call: &OpCall<'_>) -> Result<()> {
         _ => args.push(arg(&mut vec)),
     }
     if let Kind::Pipe(cn, shared) = kind {
-        let most = resident_clusters(call.device.index(), f, l.block, shared, cn)?;
-        let grid = (l.grid.0.min(most * cn), 1);
+        let grid = super::pipe::grid(call.device.index(), f, &l, shared, cn)?;
         // SAFETY: as below; the plan checked that the rows are aligned whole packs back to back,
         // weight and bias packs or absent, and that a block's chunk fits `shared` bytes and its
         // threads' 8 packs; the grid is a multiple of the cluster size. The kernel takes the

@@ -3,7 +3,10 @@
 //! names every row's blocks, and the launch takes as many as the device holds at once
 //! (`driver::resident_clusters`).
 
-use super::{CeilDiv, Tuned};
+use super::{CeilDiv, Launch, Tuned};
+use crate::driver::resident_clusters;
+use cudarc::driver::sys;
+use rffi_core::Result;
 
 /// Where a row's blocks come from: the kernels by CN (1, then clusters), and the packs a thread
 /// holds.
@@ -70,4 +73,18 @@ pub fn shape(
         shared,
         why,
     })
+}
+
+/// The grid a pipelined launch `l` of kernel `f` (CN blocks a row, `shared` bytes) takes on
+/// device `ordinal`: the plan's, every row's blocks, capped at the clusters the device holds at
+/// once (a multiple of CN either way).
+pub fn grid(
+    ordinal: i32,
+    f: sys::CUfunction,
+    l: &Launch,
+    shared: u32,
+    cn: u32,
+) -> Result<(u32, u32)> {
+    let most = resident_clusters(ordinal, f, l.block, shared, cn)?;
+    Ok((l.grid.0.min(most * cn), 1))
 }

@@ -18,9 +18,7 @@
 //!   `softmax_online`, a block per row, reading the row twice (the second time from L2).
 
 use super::{arg, dt, explanation, ptr, sms, stream, CeilDiv, Launch, Lay, Tuned};
-use crate::driver::{
-    function, has_clusters, launch, launch_shared, resident_clusters, smem_per_block, Scratch,
-};
+use crate::driver::{function, has_clusters, launch, launch_shared, smem_per_block, Scratch};
 use crate::source::Family;
 use rffi_core::{Result, Tensor};
 use rffi_kernels::{Explanation, OpCall};
@@ -510,7 +508,6 @@ pub fn plan(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     )
 }
 
-/// The rows of x and out along the axis: layout of the other dims, row count, length, strides.
 /// Long contiguous rows pipelined through registers (`pipe`): rows back to back (the kernel
 /// finds a row as its index times the stride), 32 values of the compute type a thread.
 fn pipe(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<Plan> {
@@ -536,6 +533,7 @@ fn pipe(c: &Class, sms: i64, tuned: &Tuned<'_>) -> Option<Plan> {
     })
 }
 
+/// The rows of x and out along the axis: layout of the other dims, row count, length, strides.
 pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64, i64, i64, i64)> {
     let Some(a) = axis else {
         return Ok((Lay::new(&[], &[&[], &[]])?, 1, 1, 1, 1));
@@ -545,6 +543,12 @@ pub fn rows_of(x: &Tensor, o: &Tensor, axis: Option<usize>) -> Result<(Lay, i64,
     let lay = Lay::new(&lead, &[&others(x.strides()), &others(o.strides())])?;
     let rows = lead.iter().product::<i64>();
     Ok((lay, rows, x.shape()[a], x.strides()[a], o.strides()[a]))
+}
+
+/// Whether the rows (`rows_of`) lie back to back in x and out: contiguous, the row stride their
+/// length (a run of rows is one contiguous range; a row's place is its index times the stride).
+pub fn back_to_back(lay: &Lay, rows: i64, len: i64, sx: i64, so: i64) -> bool {
+    sx == 1 && so == 1 && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len)
 }
 
 /// Whether every row starts 16-byte aligned in x and out (`phase_only`: whether every row of x
@@ -596,10 +600,7 @@ fn plan_call(call: &OpCall<'_>) -> Result<Call> {
         vec: v,
         aligned_rows: has_axis && unit && row_alignment(x, o, a, v, false),
         contiguous: has_axis && unit && row_alignment(x, o, a, v, true),
-        packed: has_axis
-            && sx == 1
-            && so == 1
-            && (rows <= 1 || lay.nd == 1 && lay.s[0][0] == len && lay.s[1][0] == len),
+        packed: has_axis && back_to_back(&lay, rows, len, sx, so),
         quad_aligned: ptr(x) % quad == 0 && ptr(o) % quad == 0,
         smem_block: smem_per_block(call.device.index())? as i64,
         clusters: has_clusters(call.device.index())?,
@@ -679,9 +680,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
             Kind::Packed => args.push(arg(&mut lay)),
             Kind::Pipe(cn) => {
                 args.push(arg(&mut lay));
-                let d = call.device.index();
-                let most = resident_clusters(d, f, p.main.block, p.shared, cn)?;
-                grid.0 = grid.0.min(most * cn);
+                grid = super::pipe::grid(call.device.index(), f, &p.main, p.shared, cn)?;
             }
             _ => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay), arg(&mut vec)]),
         }
