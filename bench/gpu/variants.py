@@ -36,6 +36,12 @@ def softmax_with(**params):
 
 NORM = json.load(open(os.path.join(TUNE, "sm_90.json")))["norm"]
 
+
+def norm_16bit(**params):
+    """The built-in norm configs with `params` set in the entry for 16-bit types."""
+    return [dict(c, **params) if c.get("when") == "itemsize == 2" else c for c in NORM]
+
+
 ELEMENTWISE = json.load(open(os.path.join(TUNE, "default.json")))["elementwise"]
 ELEMENTWISE_90 = json.load(open(os.path.join(TUNE, "sm_90.json")))["elementwise"]
 
@@ -191,6 +197,11 @@ VARIANTS = {
     # The built-in configs before the pipelined rows were adopted: for comparison in one run.
     "softmax-pipe-off": ("softmax", "softmax", softmax_with(pipe=0)),
     "norm-pipe-off": ("norms", "norm", [dict(c, pipe=0) for c in NORM]),
+    # 16-bit normalization rows of 64 to 1024 aligned packs by the block variant at 4 packs a
+    # thread instead of the prefetching tiles; with rows of up to 128 packs a block a row too,
+    # not a warp (warp_packs 0).
+    "norm-block-4": ("norms", "norm", norm_16bit(tile=0, packs=4)),
+    "norm-block-4-nowarp": ("norms", "norm", norm_16bit(tile=0, packs=4, warp_packs=0)),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }

@@ -309,10 +309,12 @@ def test_norms(dtype, length):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_norms_long_rows_many_rounds(dtype):
     # More rows than the device holds blocks (several rounds of a persistent grid where a config
-    # pipelines rows through registers: NAME_pipe_CN, aligned rows of whole packs), with weight
-    # and bias, without, in place; and rows one element into their buffers (other variants).
-    for n, offset in [(16384, 0), (32768, 0), (65536, 0), (131072, 0), (32768, 1)]:
-        rows = 300 if n <= 65536 else 150
+    # pipelines rows through registers, NAME_pipe_CN, or stages them in tiles, NAME_tile:
+    # aligned rows of whole packs), with weight and bias, without, in place; and rows one
+    # element into their buffers (other variants).
+    cases = [(1024, 6000, 0), (4096, 3000, 0), (8192, 1500, 0), (16384, 300, 0)]
+    cases += [(32768, 300, 0), (65536, 300, 0), (131072, 150, 0), (32768, 300, 1)]
+    for n, rows, offset in cases:
         x = rand((rows, n), dtype, -3, 5, offset=offset, seed=n)
         w = rand((n,), dtype, 0.5, 1.5, seed=1)
         b = rand((n,), dtype, -1, 1, seed=2)

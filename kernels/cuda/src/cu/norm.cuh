@@ -45,6 +45,49 @@ __device__ __forceinline__ Pack norm_pack(const Pack& xq, C mean, C rstd, const 
   return q;
 }
 
+// Weight and bias packs held in registers across rows (the tiles): a thread's columns are the
+// same in every row of a persistent grid, so its N packs of each (k = first + p step) are read
+// once, not again after every row's reduction, where the read would stand between the
+// statistics and the stores. Held as 32-bit words (a Pack of 16-bit elements is split into
+// halves wherever its words are handled whole).
+template <int N> struct Held { U4 w[N], b[N]; };
+
+template <int N> __device__ __forceinline__ void hold_read(Held<N>& h, const T* w, const T* b, i64 first, i64 step, i64 end) {
+  _Pragma("unroll") for (int p = 0; p < N; ++p) {
+    const i64 k = first + p * step;
+    if (k < end) {
+      if (w) h.w[p] = ((const U4*)w)[k];
+      if (b) h.b[p] = ((const U4*)b)[k];
+    }
+  }
+}
+
+// A pack of the output from x's pack and weight and bias words (either absent: hw, hb):
+// (x - mean) rstd, then weight and bias. 16-bit rows cost instructions, not bytes: there the
+// first step is one fused multiply-add, x rstd - mean rstd (whose rounding the 16-bit result
+// hides; float32 keeps the subtraction, exact where the mean is large against the spread).
+// Weight and bias are widened here: the empty asm on their words keeps the compiler from
+// widening them earlier (before a reduction, or out of the row loop where they are held), where
+// their floats (VEC a pack) would be live across it and spill.
+__device__ __forceinline__ Pack norm_pack_held(const Pack& xq, C mean, C rstd, U4 wu, U4 bu, bool hw, bool hb) {
+  asm volatile("" : "+r"(wu.x), "+r"(wu.y), "+r"(wu.z), "+r"(wu.w), "+r"(bu.x), "+r"(bu.y), "+r"(bu.z), "+r"(bu.w));
+  C z[VEC], wv[VEC], bv[VEC];
+  vals_ld<VEC>(xq.v, z);
+  if (hw) vals_ld<VEC>((const T*)&wu, wv);
+  if (hb) vals_ld<VEC>((const T*)&bu, bv);
+  const C shift = -mean * rstd;
+  _Pragma("unroll") for (int e = 0; e < VEC; ++e) {
+#if HALF
+    z[e] = z[e] * rstd + shift;
+#else
+    z[e] = (z[e] - mean) * rstd;
+#endif
+    if (hw) z[e] *= wv[e];
+    if (hb) z[e] += bv[e];
+  }
+  return pack_st(z);
+}
+
 // Weight or bias (contiguous) as 16-byte packs at x's alignment phase (norm_block_shift_PK): the
 // vector's elements head + k VEC ... lie m bytes past a 16-byte boundary for every k, so its
 // pack k is bytes m .. m + 15 of the aligned packs k and k + 1, one funnel shift a word, where
@@ -302,14 +345,8 @@ template <int OPK, int S, int WL = 0> __device__ __forceinline__ void norm_tile(
   const i64 nv = len / VEC, passes = (rows + per - 1) / per;
   const i64 k0 = wi * 32 + lane, step = 32 * wr;
   const Pack* w = (const Pack*)pw; const Pack* b = (const Pack*)pb;
-  Pack wq[NT_PK], bq[NT_PK];
-  if (!WL) {
-    _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
-      const i64 k = k0 + j * step;
-      if (w && k < nv) wq[j] = w[k];
-      if (b && k < nv) bq[j] = b[k];
-    }
-  }
+  Held<NT_PK> h;
+  if (!WL) hold_read(h, (const T*)pw, (const T*)pb, k0, step, nv);
   // This thread's packs of pass t into stage s (slot j * 256 + thread: a warp's 16-byte
   // accesses are 512 contiguous bytes), then the group is closed (empty past the last pass).
   auto fetch = [&](i64 t, int s) {
@@ -369,38 +406,22 @@ template <int OPK, int S, int WL = 0> __device__ __forceinline__ void norm_tile(
       q2 = 0;
       for (int i = 0; i < wr; ++i) q2 += red[par][1][g * wr + i];
     }
-    const C rstd = RSQRT(q2 / (C)len + (C)eps), shift = -mean * rstd;
+    const C rstd = RSQRT(q2 / (C)len + (C)eps);
     if (live) {
       i64 ox, oo; row_start(L, r, ox, oo);
       Pack* o = (Pack*)((T*)po + oo);
       _Pragma("unroll") for (int j = 0; j < NT_PK; ++j) {
         const i64 k = k0 + j * step;
         if (k >= nv) continue;
-        // 16-bit rows cost instructions, not bytes: (x - mean) rstd as one fused multiply-add,
-        // and two results rounded into a word at once.
-        // Weight and bias widened here, each pass: the empty asm on their words keeps the
-        // compiler from hoisting the widening out of the loop (64 live floats, which spill).
-        Pack wp, bp;
+        U4 wp, bp;
         if (WL) {
-          if (w) *(U4*)&wp = ld_nc(w + k);
-          if (b) *(U4*)&bp = ld_nc(b + k);
+          if (w) wp = ld_nc(w + k);
+          if (b) bp = ld_nc(b + k);
         } else {
-          wp = wq[j]; bp = bq[j];
-          U4& wu = *(U4*)&wp;
-          U4& bu = *(U4*)&bp;
-          asm volatile("" : "+r"(wu.x), "+r"(wu.y), "+r"(wu.z), "+r"(wu.w), "+r"(bu.x), "+r"(bu.y), "+r"(bu.z), "+r"(bu.w));
+          wp = h.w[j];
+          bp = h.b[j];
         }
-        C z[VEC], wv[VEC], bv[VEC];
-        const Pack xq = v[j * 256];
-        vals_ld<VEC>(xq.v, z);
-        if (w) vals_ld<VEC>(wp.v, wv);
-        if (b) vals_ld<VEC>(bp.v, bv);
-        _Pragma("unroll") for (int e = 0; e < VEC; ++e) {
-          z[e] = z[e] * rstd + shift;
-          if (w) z[e] *= wv[e];
-          if (b) z[e] += bv[e];
-        }
-        const Pack q = pack_st(z);
+        const Pack q = norm_pack_held(v[j * 256], mean, rstd, wp, bp, w, b);
         st_stream(o + k, *(const U4*)&q);
       }
     }

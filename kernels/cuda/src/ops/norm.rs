@@ -235,7 +235,8 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
             why,
         );
     }
-    if c.aligned_rows && len % v == 0 && nv <= 32 * 4 {
+    // A warp a row for rows of at most `warp_packs` (default and most 128) aligned packs.
+    if c.aligned_rows && len % v == 0 && nv <= tuned.get("warp_packs", 128).min(32 * 4) {
         let n = (nv.cdiv(32).max(1) as u64).next_power_of_two() as i64;
         let name = k[[1, 2, 4].iter().position(|&x| x == n).expect("n <= 4")];
         let why = format!("rows of {len} = {nv} aligned packs: a warp per row, {n} packs a lane");
@@ -251,7 +252,9 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> (Kind, Launch, St
     if c.contiguous {
         // The packs between the peeled head and tail: at most len / v.
         let most = (32 / v).clamp(1, if plain { 8 } else { 4 });
-        let wanted = tuned.get("packs", 2).clamp(1, most);
+        // Rows shorter than 32 threads of the tuned packs take fewer a thread: a full warp.
+        let full = ((nv / 32).max(1) as u64).next_power_of_two() as i64;
+        let wanted = tuned.get("packs", 2).clamp(1, most).min(full);
         // Where a config sets `cluster` (sm_90 on; sm_90.json, for float32 rows): aligned rows that
         // one block holds only with more than `block_threads` threads (bfloat16 rows of more
         // than 16384 elements) over a cluster of the fewest CN blocks of at most that many

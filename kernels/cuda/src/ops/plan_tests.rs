@@ -594,6 +594,42 @@ fn norm_rows_pipelined_where_a_config_asks() {
 }
 
 #[test]
+fn norm_rows_a_warp_up_to_warp_packs() {
+    let plan = |json: &str, len: i64| {
+        let t = config_table(json);
+        let view = TuneView::new(&t, None);
+        let tuned = Tuned::select(&view, "norm", &[]).unwrap();
+        let c = norm::Class {
+            rows: 65536,
+            len,
+            vec: 8,
+            aligned_rows: true,
+            contiguous: true,
+            wvec: true,
+            wcontig: true,
+            clusters: true,
+            packed: true,
+            smem_block: SMEM,
+        };
+        let (_, l, _) = norm::plan(Op::RmsNorm, &c, SMS, &tuned);
+        format!("{} {}", l.kernel, l.block)
+    };
+    // Rows of up to 128 packs a warp (bfloat16 1024: 4 packs a lane), unless `warp_packs` is
+    // lower: then a block a row.
+    let four = r#"{"norm": [{"packs": 4}]}"#;
+    assert_eq!(plan(four, 1024), "rms_norm_warp_4 256");
+    assert_eq!(plan(four, 256), "rms_norm_warp_1 256");
+    let none = r#"{"norm": [{"packs": 4, "warp_packs": 0}]}"#;
+    assert_eq!(plan(none, 1024), "rms_norm_block_4 32");
+    // Rows shorter than a warp of 4 packs a thread take fewer packs a thread: a full warp.
+    assert_eq!(plan(none, 256), "rms_norm_block_1 32");
+    assert_eq!(plan(none, 512), "rms_norm_block_2 32");
+    let some = r#"{"norm": [{"packs": 4, "warp_packs": 64}]}"#;
+    assert_eq!(plan(some, 512), "rms_norm_warp_2 256");
+    assert_eq!(plan(some, 1024), "rms_norm_block_4 32");
+}
+
+#[test]
 fn norm_and_elementwise_variants() {
     let t = table();
     let view = TuneView::new(&t, Some("sm_90"));
@@ -615,10 +651,13 @@ fn norm_and_elementwise_variants() {
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
-    // 16-bit rows of 512 to 8192: the prefetching tile variant (sm_90.json).
-    assert_eq!(np(1024, 8, true), "layer_norm_tile 256");
-    assert_eq!(np(4096, 8, true), "layer_norm_tile 256");
-    // float32 rows in a block: 4 packs a thread (16-bit: 2).
+    // Rows in a block: 4 packs a thread; 16-bit rows of more than 32 packs too (a warp a row
+    // up to 32, sm_90.json's warp_packs), float32 rows of more than 128.
+    assert_eq!(np(256, 8, true), "layer_norm_warp_1 256");
+    assert_eq!(np(1024, 8, true), "layer_norm_block_4 32");
+    assert_eq!(np(4096, 8, true), "layer_norm_block_4 128");
+    assert_eq!(np(8192, 8, true), "layer_norm_block_4 256");
+    assert_eq!(np(512, 4, true), "layer_norm_warp_4 256");
     assert_eq!(np(4096, 4, true), "layer_norm_block_4 256");
     assert_eq!(np(16384, 8, true), "layer_norm_block_4 512");
     assert_eq!(np(16384, 4, true), "layer_norm_block_8 512");
@@ -629,7 +668,7 @@ fn norm_and_elementwise_variants() {
     assert_eq!(np(65536, 4, true), "layer_norm_pipe_2 1024");
     assert_eq!(np(49152, 4, true), "layer_norm_cluster_8 384");
     // Odd lengths, contiguous: packs after peeling, in registers.
-    assert_eq!(np(4097, 8, false), "layer_norm_block_any_2 256");
+    assert_eq!(np(4097, 8, false), "layer_norm_block_any_4 128");
     assert_eq!(np(4097, 4, false), "layer_norm_block_any_4 256");
     // Strided or differently aligned rows: the generic two-read block.
     assert_eq!(np(4096, 4, false), "layer_norm_rows 512");

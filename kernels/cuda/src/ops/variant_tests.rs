@@ -112,17 +112,14 @@ fn norm_weight_shift_only_where_a_config_sets_it() {
 
 #[test]
 fn norm_tile_only_where_a_config_sets_it() {
+    // The built-in configs (and any without `tile`): no tiles, 16-bit or float32.
     let without = table(Some(r#"{ "norm": [ { "threads": 512, "packs": 2 } ] }"#));
     let builtin = table(None);
     for len in [1024, 4096, 8192] {
-        let (kind, l) = norm_plan(&without, 65536, len, 2, true);
-        assert_ne!(l.kernel, "layer_norm_tile", "{len}: {kind:?}");
-        assert!(matches!(
-            norm_plan(&builtin, 65536, len, 2, true).0,
-            norm::Kind::Tile(..)
-        ));
-        let (kind, l) = norm_plan(&builtin, 32768, len, 4, true);
-        assert_ne!(l.kernel, "layer_norm_tile", "float32 {len}: {kind:?}");
+        for (t, itemsize) in [(&without, 2), (&builtin, 2), (&builtin, 4)] {
+            let (kind, l) = norm_plan(t, 65536, len, itemsize, true);
+            assert_ne!(l.kernel, "layer_norm_tile", "{len} x {itemsize}: {kind:?}");
+        }
     }
     let t = table(Some(
         r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1 } ] }"#,
@@ -518,8 +515,10 @@ fn norm_tile_stages_where_a_config_sets_them() {
         assert_eq!(kind, norm::Kind::Tile(wr, 3 * 16384), "{len}");
         assert_eq!((l.kernel, l.block), ("layer_norm_tile3", 256));
     }
-    let builtin = table(None);
-    let (kind, l) = norm_plan(&builtin, 65536, 4096, 2, true);
+    let two = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1 } ] }"#,
+    ));
+    let (kind, l) = norm_plan(&two, 65536, 4096, 2, true);
     assert_eq!(
         (kind, l.kernel),
         (norm::Kind::Tile(4, 0), "layer_norm_tile")
@@ -528,8 +527,11 @@ fn norm_tile_stages_where_a_config_sets_them() {
 
 #[test]
 fn norm_tile_weights_from_l1_where_a_config_sets_them() {
-    // The built-in tiles hold weight and bias in registers, two blocks an SM.
-    let (kind, l) = norm_plan(&table(None), 65536, 4096, 2, true);
+    // The tiles hold weight and bias in registers, two blocks an SM.
+    let tiles = table(Some(
+        r#"{ "norm": [ { "threads": 512, "packs": 2, "tile": 1 } ] }"#,
+    ));
+    let (kind, l) = norm_plan(&tiles, 65536, 4096, 2, true);
     assert_eq!(
         (kind, l.kernel, l.grid.0),
         (norm::Kind::Tile(4, 0), "layer_norm_tile", 2 * SMS as u32)
