@@ -133,6 +133,9 @@ VARIANTS = {
     # of 1024, instead of two waves of 2.
     "reduce-one-wave": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=2)]),
     "reduce-1024": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=1, threads=1024)]),
+    # The same in four or eight waves of 2 (smaller chunks: the SMs that finish first take more).
+    "reduce-waves-4": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=8)]),
+    "reduce-waves-8": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=16)]),
     # The norm tiles (16-bit rows of 512 to 8192) with weight and bias read from L1 each pass
     # instead of held in registers (108-112 registers, two blocks an SM): three blocks an SM
     # (76-78 registers) or four (64, a few spilled).
@@ -202,6 +205,9 @@ VARIANTS = {
     # not a warp (warp_packs 0).
     "norm-block-4": ("norms", "norm", norm_16bit(tile=0, packs=4)),
     "norm-block-4-nowarp": ("norms", "norm", norm_16bit(tile=0, packs=4, warp_packs=0)),
+    # 16-bit rows at any alignment phase (4097) with weight and bias read as packs shifted to
+    # x's phase (norm_block_shift_PK), at the built-in 4 packs a thread.
+    "norm-shift": ("norms", "norm", norm_16bit(weight_shift=1)),
     # 16-bit normalization rows with one pack a thread (twice the threads a row).
     "norm-packs-1": ("norms", "norm", [dict(c, packs=1) if "when" not in c else c for c in NORM]),
 }
