@@ -30,6 +30,23 @@ fn config_table(json: &str) -> TuneTable {
     TuneTable::from_files(&files, "test".into()).unwrap()
 }
 
+/// Rows of a normalization: `aligned` whole 16-byte packs, else contiguous at one alignment
+/// phase where the length is not whole packs; weight and bias packs; back to back on an sm_90.
+fn norm_rows(rows: i64, len: i64, vec: i64, aligned: bool) -> norm::Class {
+    norm::Class {
+        rows,
+        len,
+        vec,
+        aligned_rows: aligned,
+        contiguous: aligned || len % vec != 0,
+        wvec: true,
+        wcontig: true,
+        clusters: true,
+        packed: true,
+        smem_block: SMEM,
+    }
+}
+
 fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bool) -> String {
     softmax_kernel_of(t, rows, len, itemsize, aligned, false)
 }
@@ -538,18 +555,7 @@ fn norm_rows_pipelined_where_a_config_asks() {
     let t = config_table(r#"{"norm": [{"pipe": 1, "pipe_cols": 4096}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "norm", &[]).unwrap();
-    let class = |rows, len, vec| norm::Class {
-        rows,
-        len,
-        vec,
-        aligned_rows: len % vec == 0,
-        contiguous: true,
-        wvec: true,
-        wcontig: true,
-        clusters: true,
-        packed: true,
-        smem_block: SMEM,
-    };
+    let class = |rows, len, vec| norm_rows(rows, len, vec, len % vec == 0);
     // (rows, len, elements a pack) -> kernel, threads, shared bytes a block: the fewest blocks a
     // row of which each holds its chunk at 8 packs a thread (x's own packs: a bfloat16 row of
     // 65536 in one block), at most 1024 threads; the plan's grid is every row's blocks.
@@ -599,19 +605,7 @@ fn norm_rows_a_warp_up_to_warp_packs() {
         let t = config_table(json);
         let view = TuneView::new(&t, None);
         let tuned = Tuned::select(&view, "norm", &[]).unwrap();
-        let c = norm::Class {
-            rows: 65536,
-            len,
-            vec: 8,
-            aligned_rows: true,
-            contiguous: true,
-            wvec: true,
-            wcontig: true,
-            clusters: true,
-            packed: true,
-            smem_block: SMEM,
-        };
-        let (_, l, _) = norm::plan(Op::RmsNorm, &c, SMS, &tuned);
+        let (_, l, _) = norm::plan(Op::RmsNorm, &norm_rows(65536, len, 8, true), SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
     // Rows of up to 128 packs a warp (bfloat16 1024: 4 packs a lane), unless `warp_packs` is
@@ -636,18 +630,7 @@ fn norm_and_elementwise_variants() {
     let np = |len: i64, vec: i64, aligned: bool| {
         let vars = [("cols", len), ("itemsize", 16 / vec)];
         let tuned = Tuned::select(&view, "norm", &vars).unwrap();
-        let c = norm::Class {
-            rows: 4096,
-            len,
-            vec,
-            aligned_rows: aligned,
-            contiguous: aligned || len % vec != 0,
-            wvec: true,
-            wcontig: true,
-            clusters: true,
-            packed: true,
-            smem_block: SMEM,
-        };
+        let c = norm_rows(4096, len, vec, aligned);
         let (_, l, _) = norm::plan(Op::LayerNorm, &c, SMS, &tuned);
         format!("{} {}", l.kernel, l.block)
     };
