@@ -324,6 +324,9 @@ pub fn compact_strides(shape: &[i64]) -> Vec<i64> {
 mod plan_tests;
 
 #[cfg(test)]
+mod norm_plan_tests;
+
+#[cfg(test)]
 mod variant_tests;
 
 #[cfg(test)]
