@@ -75,7 +75,9 @@ __device__ __forceinline__ Pack norm_pack_held(const Pack& xq, C mean, C rstd, U
   vals_ld<VEC>(xq.v, z);
   if (hw) vals_ld<VEC>((const T*)&wu, wv);
   if (hb) vals_ld<VEC>((const T*)&bu, bv);
+#if HALF
   const C shift = -mean * rstd;
+#endif
   _Pragma("unroll") for (int e = 0; e < VEC; ++e) {
 #if HALF
     z[e] = z[e] * rstd + shift;
