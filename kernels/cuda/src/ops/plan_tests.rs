@@ -30,6 +30,22 @@ pub(super) fn config_table(json: &str) -> TuneTable {
     TuneTable::from_files(&files, "test".into()).unwrap()
 }
 
+/// Softmax rows back to back and contiguous on an sm_90 with clusters, `aligned` whole 16-byte
+/// packs or not.
+fn softmax_rows(rows: i64, len: i64, vec: i64, aligned: bool) -> softmax::Class {
+    softmax::Class {
+        rows,
+        len,
+        vec,
+        aligned_rows: aligned,
+        contiguous: true,
+        packed: true,
+        quad_aligned: true,
+        smem_block: SMEM,
+        clusters: true,
+    }
+}
+
 fn softmax_kernel(t: &TuneTable, rows: i64, len: i64, itemsize: i64, aligned: bool) -> String {
     softmax_kernel_of(t, rows, len, itemsize, aligned, false)
 }
@@ -289,17 +305,7 @@ fn softmax_rows_pipelined_where_a_config_asks() {
     let t = config_table(r#"{"softmax": [{"pipe": 1, "cluster": 1}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
-    let class = |rows, len, vec| softmax::Class {
-        rows,
-        len,
-        vec,
-        aligned_rows: len % vec == 0,
-        contiguous: true,
-        packed: true,
-        quad_aligned: true,
-        smem_block: SMEM,
-        clusters: true,
-    };
+    let class = |rows, len, vec| softmax_rows(rows, len, vec, len % vec == 0);
     // (rows, len, elements a pack) -> kernel, threads, shared bytes a block: the fewest blocks
     // a row of which each holds its chunk at 32 values a thread (float32 8 packs, 16-bit 4),
     // at most 1024 threads; the plan's grid is every row's blocks (the launch caps it at what
@@ -359,17 +365,7 @@ fn softmax_rows_over_a_cluster_where_a_config_asks() {
     let t = config_table(r#"{"softmax": [{"cluster": 1}]}"#);
     let view = TuneView::new(&t, None);
     let tuned = Tuned::select(&view, "softmax", &[]).unwrap();
-    let class = |rows, len, vec| softmax::Class {
-        rows,
-        len,
-        vec,
-        aligned_rows: true,
-        contiguous: true,
-        packed: true,
-        quad_aligned: true,
-        smem_block: SMEM,
-        clusters: true,
-    };
+    let class = |rows, len, vec| softmax_rows(rows, len, vec, true);
     // (rows, len, elements a pack) -> kernel, shared bytes a block, grid: rows too long for a
     // block's shared memory over the fewest blocks of which two fit an SM (bfloat16 rows of
     // 128256: 4 of 32 KiB + 2 packs).
