@@ -47,6 +47,10 @@ pub struct OpCall<'a> {
     pub inputs: &'a [Tensor],
     /// The number operand of binary ops (`kernels.add(x, 2)`), instead of a second tensor.
     pub scalar: Option<Scalar>,
+    /// The number is the first operand: `out = scalar - x` (`kernels.sub(1, x)`), `scalar / x`.
+    /// Only for sub and div (a number before a tensor in add or mul is passed as `scalar` after
+    /// it), so a kernel for add and mul need not look.
+    pub scalar_first: bool,
     /// The reduced axes of a reduction (sorted, distinct; every axis for `axis=None`), or the
     /// axis of softmax (empty for a 0-d tensor).
     pub axes: &'a [usize],

@@ -142,7 +142,8 @@ impl Op {
             }
             _ => match self.kind() {
                 OpKind::Binary => {
-                    "(a, b[, out]) where b is a tensor or a number; shapes broadcast as in NumPy"
+                    "(a, b[, out]) where a and b are tensors or numbers, at least one a tensor; \
+                     shapes broadcast as in NumPy"
                 }
                 OpKind::Unary => "(x[, out])",
                 OpKind::Reduce => {

@@ -32,7 +32,7 @@ impl Registry {
             (None, None)
         } else if args::is_number(&args[1]) {
             let s = args::scalar_arg(&args[1]).ok()?;
-            args::check_scalar(op, s, x.dtype()).ok()?;
+            args::check_scalar(op, s, x.dtype(), 1).ok()?;
             (None, Some(s))
         } else {
             (Some(args[1].try_as::<Tensor>().ok()?), None)
@@ -66,6 +66,7 @@ impl Registry {
                 dtype: out.dtype(),
                 inputs: &ins[..inputs],
                 scalar,
+                scalar_first: false,
                 axes: &[],
                 keepdims: false,
                 eps: 0.0,
@@ -104,6 +105,7 @@ pub(crate) struct CallParts<'a> {
     pub dtype: DataType,
     pub inputs: &'a [Tensor],
     pub scalar: Option<crate::op::Scalar>,
+    pub scalar_first: bool,
     pub axes: &'a [usize],
     pub keepdims: bool,
     pub eps: f64,
@@ -127,6 +129,7 @@ impl<'a> CallParts<'a> {
             arch,
             inputs: self.inputs,
             scalar: self.scalar,
+            scalar_first: self.scalar_first,
             axes: self.axes,
             keepdims: self.keepdims,
             eps: self.eps,

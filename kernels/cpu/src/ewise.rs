@@ -7,41 +7,30 @@ use crate::Tuning;
 use rffi_core::Result;
 use rffi_kernels::{Gelu, Op, OpCall};
 
-/// `out = f(a, b)` for tensors of one shape, any strides (in place when `out` is `a` or `b`).
+/// `out = f(a, b)` for tensors of one shape, any strides (in place when `out` is `a` or `b`);
+/// a number operand makes it `f(x, s)` or, first, `f(s, x)`.
 pub fn binary<T: Elem>(call: &OpCall<'_>, f: impl Fn(T::C, T::C) -> T::C + Sync) -> Result<()>
 where
     T::C: FromScalar,
 {
+    if let Some(s) = call.scalar {
+        let s = T::C::from_scalar(s);
+        return if call.scalar_first {
+            unary::<T>(call, |x| f(s, x))
+        } else {
+            unary::<T>(call, |x| f(x, s))
+        };
+    }
     let t = Tuning::read(call, "elementwise")?;
     let a = &call.inputs[0];
     let o = call.out;
     let (pa, po) = (Ptr::<T>::of(a), Ptr::<T>::of(o));
-    if let Some(s) = call.scalar {
-        let s = T::C::from_scalar(s);
-        let plan = Plan::new(a.shape(), [a.strides(), o.strides()]);
-        plan.run(t.min_parallel, t.grain, |off, len, st| {
-            // SAFETY: offsets come from the tensors' own shapes and strides; outputs are
-            // written at distinct elements (checked by the dispatcher), per task disjoint.
-            unsafe {
-                let (x, y) = (pa.at(off[0]), po.at(off[1]));
-                if st == [1, 1] {
-                    for j in 0..len {
-                        *y.add(j) = T::store(f((*x.add(j)).load(), s));
-                    }
-                } else {
-                    for j in 0..len as isize {
-                        *y.offset(j * st[1]) = T::store(f((*x.offset(j * st[0])).load(), s));
-                    }
-                }
-            }
-        });
-        return Ok(());
-    }
     let b = &call.inputs[1];
     let pb = Ptr::<T>::of(b);
     let plan = Plan::new(a.shape(), [a.strides(), b.strides(), o.strides()]);
     plan.run(t.min_parallel, t.grain, |off, len, st| {
-        // SAFETY: as above.
+        // SAFETY: offsets come from the tensors' own shapes and strides; outputs are written at
+        // distinct elements (checked by the dispatcher), per task disjoint.
         unsafe {
             let (x, y, z) = (pa.at(off[0]), pb.at(off[1]), po.at(off[2]));
             if st == [1, 1, 1] {

@@ -71,8 +71,12 @@ fn float_suite<T: El>() {
             let sv = s.try_as::<f64>().unwrap();
             // Half types compute in float32, so the number is rounded to float32 only.
             let want: Vec<f64> = av.iter().map(|x| f(*x, sv)).collect();
-            let r = call_t(op, &[Any::from(&a), s]);
+            let r = call_t(op, &[Any::from(&a), s.clone()]);
             assert_close(&read::<T>(&r), &want, &format!("{op} scalar"));
+            // The number first, as numpy takes it: `sub(3, a)` is 3 - a.
+            let want: Vec<f64> = av.iter().map(|x| f(sv, *x)).collect();
+            let r = call_t(op, &[s, Any::from(&a)]);
+            assert_close(&read::<T>(&r), &want, &format!("{op} scalar first"));
         }
         // Destination-passing, into a transposed output.
         let out_base = Tensor::alloc_cpu(&[7, 5, 3], T::DT).unwrap();
@@ -223,6 +227,12 @@ fn int_suite<T: El>() {
             &want,
             op.name(),
         );
+        let want: Vec<f64> = av.iter().map(|x| f(-7.0, *x)).collect();
+        assert_close(
+            &read::<T>(&call_t(op, &[Any::from(-7i64), Any::from(&a)])),
+            &want,
+            &format!("{op} number first"),
+        );
     }
     let e = call(Op::Div, &[Any::from(&a), Any::from(&b)]).unwrap_err();
     assert_eq!(e.kind(), "TypeError");
@@ -257,6 +267,30 @@ fn int_ops_wrap_and_refuse_floats() {
     let e = call(Op::Add, &[Any::from(&a), Any::from(1i64 << 40)]).unwrap_err();
     assert!(
         e.message().contains("does not fit in int32"),
+        "{}",
+        e.message()
+    );
+    // A number first is argument #0 in the messages; two numbers are refused.
+    let e = call(Op::Sub, &[Any::from(1.5f64), Any::from(&a)]).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert!(
+        e.message()
+            .contains("a (argument #0) is a float but b is int32"),
+        "{}",
+        e.message()
+    );
+    let e = call(Op::Sub, &[Any::from(1i64 << 40), Any::from(&a)]).unwrap_err();
+    assert!(
+        e.message()
+            .contains("a (argument #0) = 1099511627776 does not fit in int32"),
+        "{}",
+        e.message()
+    );
+    let e = call(Op::Mul, &[Any::from(2i64), Any::from(3i64)]).unwrap_err();
+    assert_eq!(e.kind(), "TypeError");
+    assert!(
+        e.message()
+            .contains("both numbers; at least one must be a tensor"),
         "{}",
         e.message()
     );

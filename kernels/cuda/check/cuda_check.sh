@@ -5,7 +5,8 @@
 # PTX for each architecture in ARCHS, with shim.h standing in for what NVRTC declares by itself.
 # sm_75 checks the paths taken before sm_80 (bfloat16 by bit arithmetic, copies without cp.async)
 # that no H200 run compiles; sm_80 and sm_90 the others. Warnings are errors. Kernels whose PTX
-# keeps a local-memory frame (an array clang could not hold in registers) are listed.
+# keeps a local-memory frame (an array clang could not hold in registers) are listed; every
+# kernel name a planner can choose (`MODULE.names`) must be an entry of the module's PTX.
 #
 #   cuda_check.sh               every module (make cuda-check)
 #   cuda_check.sh FILE.cu ...   the given sources (already assembled modules)
@@ -83,6 +84,21 @@ local_frames() {
     done
 }
 
+# Kernels a planner can choose (`MODULE.names`, written beside MODULE.cu by cuda_sources) that
+# are not an entry of the module's PTX for the last architecture checked; prints them.
+missing_entries() {
+    local src names ptx arch
+    arch="${ARCHS##* }"
+    for src in "$@"; do
+        names="${src%.cu}.names"
+        ptx="$OUT/ptx/$(basename "$src" .cu).$arch.ptx"
+        [ -f "$names" ] || continue
+        awk -v f="$(basename "$ptx")" 'FNR == NR { if ($1 == ".entry") { k = $2 } else if ($2 == ".entry") { k = $3 } else { next }
+                sub(/\(.*/, "", k); have[k] = 1; next }
+            NF && !($1 in have) { print "  " f ": " $1 }' "$ptx" "$names"
+    done
+}
+
 # A module with one deliberate error: a type error, a syntax error, a call that exists on no
 # architecture before sm_80's path, and a struct unlike the host's; each must fail the check
 # with the compiler's message.
@@ -126,6 +142,16 @@ self_test() {
         fi
         echo "self-test: broken module '$name' reported: $(grep -m1 -E 'error:' "$dir/$name.err")"
     done
+    # A planned kernel the module lacks is reported (and one it has is not).
+    cp "$base" "$dir/names.cu"
+    printf 'rms_norm_rows\nno_such_kernel\n' >"$dir/names.names"
+    check_files "$dir/names.cu"
+    if [ "$(missing_entries "$dir/names.cu")" != "  names.${ARCHS##* }.ptx: no_such_kernel" ]; then
+        echo "cuda-check self-test: a planned kernel missing from the PTX was not reported alone:" >&2
+        missing_entries "$dir/names.cu" >&2
+        exit 1
+    fi
+    echo "self-test: a planned kernel missing from its module reported: no_such_kernel"
     # The unbroken base passes.
     check_files "$base"
     rm -rf "$OUT/logs"
@@ -154,6 +180,13 @@ if ! check_files "${files[@]}"; then
     exit 1
 fi
 echo "cuda-check: ${#files[@]} modules x {$ARCHS} compiled to PTX in $((SECONDS - start)) s (PTX in $OUT/ptx)"
+missing="$(missing_entries "${files[@]}")"
+if [ -n "$missing" ]; then
+    echo "cuda-check: kernels the planners can choose that the modules do not define:" >&2
+    echo "$missing" >&2
+    exit 1
+fi
+echo "cuda-check: every kernel the planners can choose is an entry of its module's PTX ($(cat "$OUT"/src/*.names 2>/dev/null | wc -l) names)"
 frames="$(local_frames)"
 if [ -n "$frames" ]; then
     echo "kernels with a local-memory frame in clang's PTX (an array not held in registers):"

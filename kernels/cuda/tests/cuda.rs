@@ -90,12 +90,26 @@ fn every_op_and_dtype_matches_the_cpu() {
         for op in [Op::Add, Op::Sub, Op::Mul] {
             check(op, &[&a, &b], &[], &format!("{op}"));
             check(op, &[&a], &[Any::from(3i64)], &format!("{op} scalar"));
+            check_after(
+                op,
+                &[Any::from(3i64)],
+                &[&a],
+                &[],
+                &format!("{op} number first"),
+            );
         }
         if !is_float {
             continue;
         }
         check(Op::Div, &[&a, &b], &[], "div");
         check(Op::Div, &[&a], &[Any::from(0.25f64)], "div scalar");
+        check_after(
+            Op::Div,
+            &[Any::from(0.25f64)],
+            &[&b],
+            &[],
+            "div number first",
+        );
         for op in [Op::Relu, Op::Gelu, Op::Exp, Op::Softmax] {
             check(op, &[&a], &[], &format!("{op}"));
         }

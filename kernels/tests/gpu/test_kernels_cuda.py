@@ -92,6 +92,8 @@ def test_binary(k, stream, op, dtype):
     f = getattr(k, op)
     close(f(a, b), BINARY[op](a, b), dtype)
     close(f(a, 3), BINARY[op](a, 3), dtype)
+    # A number first, as numpy takes it (`sub(3, b)` is 3 - b).
+    close(f(3, b), BINARY[op](torch.full_like(b, 3), b), dtype)
     # Destination-passing writes into the torch tensor itself (zero copy): same storage.
     out = torch.empty_like(a)
     ptr = out.data_ptr()
@@ -159,6 +161,7 @@ def test_strided_and_in_place(k, stream, dtype):
         close(k.exp(x), torch.exp(x), dtype)
         close(k.softmax(x), torch.softmax(x, -1), dtype)
         close(k.mul(x, x), x * x, dtype)
+        close(k.sub(2.0, x), 2.0 - x, dtype)
         close(k.sum(x, -1), x.float().sum(-1).to(dtype), dtype)
     # Into a transposed destination, and in place.
     out = torch.empty(24, 40, device="cuda", dtype=dtype).t()

@@ -87,6 +87,25 @@ def test_broadcasting_follows_numpy():
     np.testing.assert_allclose(np.from_dlpack(K.div(t, c)), t / c, rtol=1e-6)
 
 
+def test_numbers_on_either_side():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.5, 2.0, (3, 5)).astype(np.float32)
+    for f, ref in [(K.add, np.add), (K.sub, np.subtract), (K.mul, np.multiply), (K.div, np.divide)]:
+        for s in (3, 0.75):
+            np.testing.assert_allclose(np.from_dlpack(f(x, s)), ref(x, np.float32(s)), rtol=1e-6)
+            np.testing.assert_allclose(np.from_dlpack(f(s, x)), ref(np.float32(s), x), rtol=1e-6)
+    # A strided tensor after the number, written in place.
+    t = x.T.copy().T
+    K.sub(1.0, t, t)
+    np.testing.assert_allclose(t, 1.0 - x, rtol=1e-6)
+    i = np.arange(4, dtype=np.int32)
+    np.testing.assert_array_equal(np.from_dlpack(K.sub(10, i)), 10 - i)
+    with pytest.raises(TypeError, match=r"a \(argument #0\) is a float but b is int32"):
+        K.sub(1.5, i)
+    with pytest.raises(TypeError, match="both numbers"):
+        K.add(1, 2)
+
+
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
 def test_reductions_match_numpy(name):
     rng = np.random.default_rng(2)

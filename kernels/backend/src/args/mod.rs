@@ -34,6 +34,9 @@ pub(crate) struct Parsed {
     pub weight: Option<Arg>,
     pub bias: Option<Arg>,
     pub scalar: Option<Scalar>,
+    /// The number is the first operand (`sub(1, x)`); never for add and mul, whose operands
+    /// are swapped instead.
+    pub scalar_first: bool,
     /// Reduced axes (sorted, distinct), or softmax's one axis.
     pub axes: Vec<usize>,
     pub keepdims: bool,
@@ -66,6 +69,7 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
         weight: None,
         bias: None,
         scalar: None,
+        scalar_first: false,
         axes: Vec::new(),
         keepdims: false,
         eps: 0.0,
@@ -79,11 +83,24 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
             if !(2..=3).contains(&args.len()) {
                 return Err(arity_error(op, args.len()));
             }
-            p.inputs.push((tensor_arg(op, args, 0, false)?, 0));
-            if op.kind() == OpKind::Binary && is_number(&args[1]) {
-                p.scalar = Some(scalar_arg(&args[1])?);
-            } else {
+            if op.kind() == OpKind::Binary && is_number(&args[0]) {
+                // A number first (`sub(1, x)`, as numpy takes it): x is the one tensor.
+                if is_number(&args[1]) {
+                    return Err(Error::type_error(format!(
+                        "kernels.{op}: a (argument #0) and b (argument #1) are both numbers; \
+                         at least one must be a tensor"
+                    )));
+                }
+                p.scalar = Some(scalar_arg(&args[0])?);
+                p.scalar_first = !matches!(op, Op::Add | Op::Mul);
                 p.inputs.push((tensor_arg(op, args, 1, false)?, 1));
+            } else {
+                p.inputs.push((tensor_arg(op, args, 0, false)?, 0));
+                if op.kind() == OpKind::Binary && is_number(&args[1]) {
+                    p.scalar = Some(scalar_arg(&args[1])?);
+                } else {
+                    p.inputs.push((tensor_arg(op, args, 1, false)?, 1));
+                }
             }
             if args.len() == 3 && !is_none(&args[2]) {
                 p.out = Some((tensor_arg(op, args, 2, true)?, 2));
@@ -202,7 +219,8 @@ pub(crate) fn parse(op: Op, args: &[AnyView<'_>]) -> Result<Parsed> {
         }
     }
     if let Some(s) = p.scalar {
-        check_scalar(op, s, p.dtype)?;
+        // The number is argument #1 after a tensor a, #0 before a tensor b.
+        check_scalar(op, s, p.dtype, usize::from(first_pos == 0))?;
     }
     Ok(p)
 }
@@ -216,18 +234,21 @@ pub(crate) fn scalar_arg(v: &AnyView<'_>) -> Result<Scalar> {
     })
 }
 
-pub(crate) fn check_scalar(op: Op, s: Scalar, dtype: DataType) -> Result<()> {
+/// Checks the number operand at argument position `pos` against the tensor's dtype.
+pub(crate) fn check_scalar(op: Op, s: Scalar, dtype: DataType, pos: usize) -> Result<()> {
     let is_int = dtype.code() == rffi_core::abi::kDLInt;
+    let (name, tensor) = (
+        describe_arg(op, pos, false),
+        if pos == 0 { "b" } else { "a" },
+    );
     match s {
         Scalar::Float(_) if is_int => Err(Error::type_error(format!(
-            "kernels.{op}: b (argument #1) is a float but a is {dtype}; kernels do no type \
+            "kernels.{op}: {name} is a float but {tensor} is {dtype}; kernels do no type \
              promotion, pass an int"
         ))),
-        Scalar::Int(i) if is_int && dtype.bits() == 32 && i32::try_from(i).is_err() => {
-            Err(Error::value_error(format!(
-                "kernels.{op}: b (argument #1) = {i} does not fit in int32"
-            )))
-        }
+        Scalar::Int(i) if is_int && dtype.bits() == 32 && i32::try_from(i).is_err() => Err(
+            Error::value_error(format!("kernels.{op}: {name} = {i} does not fit in int32")),
+        ),
         _ => Ok(()),
     }
 }

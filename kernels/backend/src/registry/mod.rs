@@ -184,6 +184,7 @@ impl Registry {
             dtype: p.dtype,
             inputs: &inputs,
             scalar: p.scalar,
+            scalar_first: p.scalar_first,
             axes: &p.axes,
             keepdims: p.keepdims,
             eps: p.eps,

@@ -308,8 +308,16 @@ template <class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, c
   }
 }
 
+// A number operand: `NAME_vec`, `NAME_strided`, `NAME_strided32`, `NAME_halves` computing EXPR
+// of the tensor's element x and the number s.
+#define SCALAR_FORMS(NAME, EXPR) \
+extern "C" __global__ void NAME##_vec(u64 pa, C s, u64 po, u64 n) { unary_vec<4>(pa, po, n, [s](C x) { return EXPR; }); } \
+extern "C" __global__ void NAME##_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return EXPR; }); } \
+extern "C" __global__ void NAME##_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return EXPR; }); } \
+extern "C" __global__ void NAME##_halves(u64 pa, C s, u64 po, Hv V) { halves<1>(pa, 0, po, V, [s](C x, C) { return EXPR; }); }
+
 // add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, `NAME_halves`, and
-// with a number operand `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`, `NAME_scalar_halves`.
+// with a number after the tensor `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`, `NAME_scalar_halves`.
 #define BINARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
 extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_vec(pa, pb, po, n, F_##NAME()); } \
@@ -317,11 +325,11 @@ extern "C" __global__ void NAME##_bcast(u64 pa, u64 pb, u64 po, Bc B) { binary_b
 extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled(pa, pb, po, L, F_##NAME()); } \
-extern "C" __global__ void NAME##_scalar_vec(u64 pa, C s, u64 po, u64 n) { unary_vec<4>(pa, po, n, [s](C x) { return OP(x, s); }); } \
-extern "C" __global__ void NAME##_scalar_strided(u64 pa, C s, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
-extern "C" __global__ void NAME##_scalar_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return OP(x, s); }); } \
 extern "C" __global__ void NAME##_halves(u64 pa, u64 pb, u64 po, Hv V) { halves<2>(pa, pb, po, V, F_##NAME()); } \
-extern "C" __global__ void NAME##_scalar_halves(u64 pa, C s, u64 po, Hv V) { halves<1>(pa, 0, po, V, [s](C x, C) { return OP(x, s); }); }
+SCALAR_FORMS(NAME##_scalar, OP(x, s))
+
+// A number before the tensor (`sub(1, x)`, `div(1, x)`): `rNAME_scalar_vec`, ... computing s OP x.
+#define RSCALAR(NAME, OP) SCALAR_FORMS(r##NAME##_scalar, OP(s, x))
 
 #define UNARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x) const { return OP(x); } }; \
@@ -339,6 +347,7 @@ extern "C" __global__ void NAME##_halves(u64 pa, u64 po, Hv V) { halves<1>(pa, 0
 #define OP_COPY(x) (x)
 BINARY(add, OP_ADD)
 BINARY(sub, OP_SUB)
+RSCALAR(sub, OP_SUB)
 BINARY(mul, OP_MUL)
 UNARY(copy, OP_COPY)
 
@@ -385,6 +394,7 @@ __device__ __forceinline__ C gelu_tanh(C x) {
 // infinite or NaN x, which 1 + (x - x) gives exactly.
 #define OP_SOFTMAX1(x) ((C)1 + ((x) - (x)))
 BINARY(div, OP_DIV)
+RSCALAR(div, OP_DIV)
 UNARY(relu, OP_RELU)
 UNARY(exp, OP_EXP)
 UNARY(gelu, gelu_erf)

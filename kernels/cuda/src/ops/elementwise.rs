@@ -35,39 +35,73 @@ pub enum Form {
     Halves,
 }
 
-/// The kernel of op `name` in `form` (static names: no string work per call).
-pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
-    macro_rules! table {
-        ($($n:literal),*) => {
+/// `kernel` and the ops it names, from one list.
+macro_rules! kernel_table {
+    (binary: $($b:literal),*; unary: $($u:literal),*; numbers: $($s:literal),*) => {
+        /// The ops of two tensors (every form) and of one (no `bcast`).
+        const BINARY_OPS: &[&str] = &[$($b),*];
+        const UNARY_OPS: &[&str] = &[$($u),*];
+        /// The ops with a number operand (`NAME_scalar_vec`, ...).
+        const NUMBER_OPS: &[&str] = &[$($s),*];
+
+        /// The kernel of op `name` in `form` (static names: no string work per call): the
+        /// tensor forms of every op, the number forms of the binary ops (`rsub` and `rdiv`: a
+        /// number before the tensor).
+        pub(super) fn kernel(name: &str, scalar: bool, form: Form) -> &'static str {
             match (name, scalar, form) {
                 $(
-                    ($n, false, Form::Vec) => concat!($n, "_vec"),
-                    ($n, _, Form::Bcast) => concat!($n, "_bcast"),
-                    ($n, false, Form::Strided32) => concat!($n, "_strided32"),
-                    ($n, false, Form::Strided) => concat!($n, "_strided"),
-                    ($n, false, Form::Tiled) => concat!($n, "_tiled"),
-                    ($n, false, Form::Halves) => concat!($n, "_halves"),
-                    ($n, true, Form::Halves) => concat!($n, "_scalar_halves"),
-                    ($n, true, Form::Vec) => concat!($n, "_scalar_vec"),
-                    ($n, true, Form::Strided32) => concat!($n, "_scalar_strided32"),
-                    ($n, true, Form::Strided) => concat!($n, "_scalar_strided"),
+                    ($b, false, Form::Vec) => concat!($b, "_vec"),
+                    ($b, false, Form::Bcast) => concat!($b, "_bcast"),
+                    ($b, false, Form::Strided32) => concat!($b, "_strided32"),
+                    ($b, false, Form::Strided) => concat!($b, "_strided"),
+                    ($b, false, Form::Tiled) => concat!($b, "_tiled"),
+                    ($b, false, Form::Halves) => concat!($b, "_halves"),
                 )*
-                _ => unreachable!("no elementwise kernel {name}"),
+                $(
+                    ($u, false, Form::Vec) => concat!($u, "_vec"),
+                    ($u, false, Form::Strided32) => concat!($u, "_strided32"),
+                    ($u, false, Form::Strided) => concat!($u, "_strided"),
+                    ($u, false, Form::Tiled) => concat!($u, "_tiled"),
+                    ($u, false, Form::Halves) => concat!($u, "_halves"),
+                )*
+                $(
+                    ($s, true, Form::Vec) => concat!($s, "_scalar_vec"),
+                    ($s, true, Form::Strided32) => concat!($s, "_scalar_strided32"),
+                    ($s, true, Form::Strided) => concat!($s, "_scalar_strided"),
+                    ($s, true, Form::Halves) => concat!($s, "_scalar_halves"),
+                )*
+                _ => unreachable!("no elementwise kernel {name} in {form:?} (number: {scalar})"),
             }
-        };
+        }
+    };
+}
+
+kernel_table!(
+    binary: "add", "sub", "mul", "div";
+    unary: "relu", "exp", "gelu", "gelu_tanh", "softmax1", "copy";
+    numbers: "add", "sub", "mul", "div", "rsub", "rdiv"
+);
+
+/// The ops an integer module has (`cu/elementwise.cuh` outside `IS_FLOAT`).
+const INT_OPS: [&str; 5] = ["add", "sub", "mul", "copy", "rsub"];
+
+/// Every kernel the planner can choose in a module of a float (or an integer) dtype, for the
+/// offline check that each is in the compiled module (`kernels/cuda/check/cuda_check.sh`).
+pub fn kernel_names(is_float: bool) -> Vec<&'static str> {
+    use Form::{Bcast, Halves, Strided, Strided32, Tiled, Vec as Packed};
+    let has = |n: &&&str| is_float || INT_OPS.contains(*n);
+    let mut v = std::vec::Vec::new();
+    for &n in BINARY_OPS.iter().filter(has) {
+        v.extend([Packed, Bcast, Strided32, Strided, Tiled, Halves].map(|f| kernel(n, false, f)));
     }
-    table!(
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "relu",
-        "exp",
-        "gelu",
-        "gelu_tanh",
-        "softmax1",
-        "copy"
-    )
+    for &n in UNARY_OPS.iter().filter(has) {
+        v.extend([Packed, Strided32, Strided, Tiled, Halves].map(|f| kernel(n, false, f)));
+        v.extend([1, 8].into_iter().filter_map(|p| kernel_packs(n, p)));
+    }
+    for &n in NUMBER_OPS.iter().filter(has) {
+        v.extend([Packed, Strided32, Strided, Halves].map(|f| kernel(n, true, f)));
+    }
+    v
 }
 
 /// The packed unary kernel of op `name` with 8 packs (`NAME_vec8`) or 1 pack (`NAME_vec1`) a
@@ -87,8 +121,10 @@ pub(super) fn kernel_packs(name: &str, packs: u64) -> Option<&'static str> {
 fn op_name(call: &OpCall<'_>) -> &'static str {
     match call.op {
         Op::Add => "add",
+        Op::Sub if call.scalar_first => "rsub",
         Op::Sub => "sub",
         Op::Mul => "mul",
+        Op::Div if call.scalar_first => "rdiv",
         Op::Div => "div",
         Op::Relu => "relu",
         Op::Exp => "exp",

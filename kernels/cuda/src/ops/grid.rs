@@ -197,10 +197,11 @@ pub fn plan(
 /// The ops' arithmetic an element, roughly in instructions (the tuning variable `arith`), so
 /// that a config can launch ops bound by arithmetic (the erf form of gelu in 16-bit types on an
 /// H200) otherwise than ops bound by memory. Ops not named: 1.
-const ARITH: [(&str, i64); 5] = [
+const ARITH: [(&str, i64); 6] = [
     ("", 1),
     ("exp", 2),
     ("div", 4),
+    ("rdiv", 4),
     ("gelu_tanh", 8),
     ("gelu", 16),
 ];

@@ -11,7 +11,7 @@ pub mod reduce;
 pub mod softmax;
 
 use crate::driver;
-use crate::source::{dt_of, Dt, MAX_DIMS};
+use crate::source::{dt_of, Dt, Family, MAX_DIMS};
 use cudarc::driver::sys;
 use rffi_core::error::kind;
 use rffi_core::{Error, Result, Tensor};
@@ -26,6 +26,23 @@ pub struct Lay {
     pad: i32,
     shape: [i64; MAX_DIMS],
     s: [[i64; MAX_DIMS]; 3],
+}
+
+/// The kernels the planners can choose from a module of `family` for `dt` (the reductions'
+/// are not listed), for the offline check that each is an entry of the compiled module
+/// (`cargo run --example cuda_sources`, `kernels/cuda/check/cuda_check.sh`).
+pub fn planned_kernels(dt: &Dt, family: Family) -> Vec<&'static str> {
+    let quads = |n: &&str| n.starts_with("softmax_tileq_");
+    match family {
+        Family::Elementwise => elementwise::kernel_names(dt.is_float),
+        Family::Softmax => softmax::kernel_names()
+            .into_iter()
+            .filter(|n| !quads(n) && (pipe::serves(dt.size as i64) || !n.contains("_pipe_")))
+            .collect(),
+        Family::SoftmaxQuads => softmax::kernel_names().into_iter().filter(quads).collect(),
+        Family::Norm => norm::kernel_names(),
+        Family::Reduce(_) => Vec::new(),
+    }
 }
 
 /// A `static_assert` that the kernels' `struct NAME` has the host's size and alignment (NVRTC

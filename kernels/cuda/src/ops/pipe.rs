@@ -26,6 +26,12 @@ pub struct Shape {
     pub why: String,
 }
 
+/// Whether rows of `itemsize`-byte elements can be pipelined (16-bit and float32; float64 has
+/// no pipelined kernels).
+pub fn serves(itemsize: i64) -> bool {
+    itemsize == 2 || itemsize == 4
+}
+
 /// (rows, elements a row, elements a pack), (whether the device runs clusters, the shared
 /// memory a block may take, its SMs): where a config sets `pipe` and rows of at least
 /// `pipe_cols` (default 16384) elements qualify (float32 or 16-bit, fewer than 2^30 rows, each
@@ -39,9 +45,8 @@ pub fn shape(
     tuned: &Tuned<'_>,
     k: Kernels<'_>,
 ) -> Option<Shape> {
-    let itemsize = 16 / vec;
     if tuned.get("pipe", 0) == 0
-        || !(itemsize == 2 || itemsize == 4)
+        || !serves(16 / vec)
         || rows >= 1 << 30
         || len >= 1 << 30
         || len < tuned.get("pipe_cols", 16384)

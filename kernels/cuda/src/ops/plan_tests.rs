@@ -556,9 +556,13 @@ fn elementwise_variants() {
     let (l, why) = elementwise::plan("add", false, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert!(why.text().contains("4 a thread per step"), "{}", why.text());
     assert_eq!((l.kernel, l.grid.0), ("add_vec", 1 << 15));
-    // A number operand keeps 4.
+    // A number operand keeps 4, before the tensor too (`sub(1, x)`: `rsub`).
     let (l, _) = elementwise::plan("mul", true, 1 << 28, Form::Vec, 8, SMS, tuned);
     assert_eq!((l.kernel, l.grid.0), ("mul_scalar_vec", 1 << 15));
+    let (l, _) = elementwise::plan("rdiv", true, 1 << 28, Form::Vec, 8, SMS, tuned);
+    assert_eq!((l.kernel, l.grid.0), ("rdiv_scalar_vec", 1 << 15));
+    let (l, _) = elementwise::plan("rsub", true, 1 << 20, Form::Halves, 8, SMS, tuned);
+    assert_eq!(l.kernel, "rsub_scalar_halves");
     // 4 and 8 packs a thread (8 in default.json).
     for (packs, kernel, grid) in [(4, "exp_vec", 1 << 15), (8, "exp_vec8", 1 << 14)] {
         let p = elementwise::Params {
@@ -781,4 +785,27 @@ fn every_planned_kernel_is_in_the_source() {
         assert_eq!(elementwise::kernel_packs(name, 4), None);
     }
     assert_eq!(elementwise::kernel_packs("add", 8), None);
+}
+
+#[test]
+fn elementwise_kernel_names_per_module() {
+    let floats = elementwise::kernel_names(true);
+    let ints = elementwise::kernel_names(false);
+    for name in [
+        "add_bcast",
+        "gelu_tanh_vec8",
+        "rsub_scalar_vec",
+        "rdiv_scalar_halves",
+    ] {
+        assert!(floats.contains(&name), "{name}");
+    }
+    for name in ["add_tiled", "copy_vec1", "rsub_scalar_strided"] {
+        assert!(ints.contains(&name), "{name}");
+    }
+    // Unary ops read one tensor: no broadcast form; integers have no div, relu or exp.
+    assert!(!floats.contains(&"relu_bcast"));
+    for name in ["div_vec", "rdiv_scalar_vec", "exp_vec"] {
+        assert!(!ints.contains(&name), "{name}");
+    }
+    assert_eq!(ints.len(), 3 * 6 + 5 + 2 + 4 * 4);
 }

@@ -286,11 +286,24 @@ pub fn call(op: Op, args: &[Any]) -> rffi_core::Result<Any> {
 
 /// Runs `op` on CPU tensors and on their device copies (allocating form), and compares.
 pub fn check(op: Op, host: &[&Tensor], extra: &[Any], what: &str) {
+    check_after(op, &[], host, extra, what)
+}
+
+/// `check` with `lead` (numbers) before the tensors: `sub(3, x)`.
+pub fn check_after(op: Op, lead: &[Any], host: &[&Tensor], extra: &[Any], what: &str) {
     let dev: Vec<DevTensor> = host.iter().map(|t| upload(t)).collect();
-    let mut cpu_args: Vec<Any> = host.iter().map(|t| Any::from(*t)).collect();
-    cpu_args.extend(extra.iter().cloned());
-    let mut gpu_args: Vec<Any> = dev.iter().map(|d| Any::from(&d.tensor)).collect();
-    gpu_args.extend(extra.iter().cloned());
+    let cpu_args: Vec<Any> = lead
+        .iter()
+        .cloned()
+        .chain(host.iter().map(|t| Any::from(*t)))
+        .chain(extra.iter().cloned())
+        .collect();
+    let gpu_args: Vec<Any> = lead
+        .iter()
+        .cloned()
+        .chain(dev.iter().map(|d| Any::from(&d.tensor)))
+        .chain(extra.iter().cloned())
+        .collect();
     let want = registry()
         .call(op, &cpu_args.iter().map(Any::view).collect::<Vec<_>>())
         .unwrap();
