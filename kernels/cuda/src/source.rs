@@ -1,7 +1,7 @@
 //! The CUDA C++ source of the kernels (`src/cu/*.cuh`: `common`, the dtype's prelude, `packs`,
-//! then the family's files: softmax's are `softmax`, `pipe` and `softmax_pipe`, the norms' `norm`,
-//! `pipe` and `norm_pipe`), one module per dtype and family of ops,
-//! compiled with NVRTC at first use: a call to `add` compiles the elementwise kernels of its
+//! then the family's files: softmax's are `softmax`, `softmax_staged`, `softmax_tile`, `pipe`
+//! and `softmax_pipe`, the norms' `norm`, `pipe` and `norm_pipe`), one module per dtype and
+//! family of ops, compiled with NVRTC at first use: a call to `add` compiles the elementwise kernels of its
 //! dtype only.
 //!
 //! Self-contained: float16 and bfloat16 are stored as 16-bit integers and converted with PTX
@@ -69,6 +69,8 @@ impl Family {
             Family::Reduce(_) => include_str!("cu/reduce.cuh"),
             Family::Softmax | Family::SoftmaxQuads => concat!(
                 include_str!("cu/softmax.cuh"),
+                include_str!("cu/softmax_staged.cuh"),
+                include_str!("cu/softmax_tile.cuh"),
                 include_str!("cu/pipe.cuh"),
                 include_str!("cu/softmax_pipe.cuh")
             ),

@@ -1,4 +1,4 @@
-//! Softmax along any axis (`cu/softmax.cuh`): the variant by row length and layout.
+//! Softmax along any axis (`cu/softmax*.cuh`): the variant by row length and layout.
 //!
 //! - rows up to 1024 elements that are not whole aligned packs (or shorter than a pack a lane):
 //!   `softmax_group_G_N`, G lanes per row, N elements a lane;
@@ -168,7 +168,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
             arg(&mut len),
             arg(&mut per),
         ];
-        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`); the rows are back to back
+        // SAFETY: the arguments match the kernel (`cu/softmax_tile.cuh`); the rows are back to back
         // in x and out (the plan checked), so each tile is one contiguous range of both.
         return unsafe { launch(f, p.main.grid, p.main.block, st, &mut args) };
     }
@@ -184,7 +184,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
             }
             _ => args.extend([arg(&mut sx), arg(&mut so), arg(&mut lay), arg(&mut vec)]),
         }
-        // SAFETY: the arguments match the kernel (`cu/softmax.cuh`, `cu/softmax_pipe.cuh`); x
+        // SAFETY: the arguments match the kernel (`cu/softmax*.cuh`); x
         // and out are the tensors' elements, ordered on the stream; the plan's variant fits the
         // rows (whole aligned packs for the warp and block variants, a row and a pack in
         // `shared` bytes for the staged rows, a block's chunk of rows back to back in `shared`
