@@ -55,7 +55,7 @@ def test_module_compiles_for_every_architecture(dtype, family, arch):
     nvrtc = _nvrtc()
     src = rffi.get_global_func("kernels.cuda_source")(rffi.dtype(dtype), family).encode()
     name = f"rffi_kernels_{dtype}_{family}.cu".encode()
-    # The options the backend uses at run time (driver.rs), for the device's architecture.
+    # The options the backend uses at run time (driver/kernels.rs), for the device's architecture.
     opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
     ok, log = nvrtc_lib.compile_source(nvrtc, src, name, opts)
     assert ok, log
