@@ -28,8 +28,7 @@ pub struct Lay {
     s: [[i64; MAX_DIMS]; 3],
 }
 
-/// The kernels the planners can choose from a module of `family` for `dt` (the reductions'
-/// are not listed), for the offline check that each is an entry of the compiled module
+/// The kernels the planners can choose from a module of `family` for `dt`, for the offline check that each is an entry of the compiled module
 /// (`cargo run --example cuda_sources`, `kernels/cuda/check/cuda_check.sh`).
 pub fn planned_kernels(dt: &Dt, family: Family) -> Vec<&'static str> {
     let quads = |n: &&str| n.starts_with("softmax_tileq_");
@@ -41,7 +40,7 @@ pub fn planned_kernels(dt: &Dt, family: Family) -> Vec<&'static str> {
             .collect(),
         Family::SoftmaxQuads => softmax::kernel_names().into_iter().filter(quads).collect(),
         Family::Norm => norm::kernel_names(),
-        Family::Reduce(_) => Vec::new(),
+        Family::Reduce(i) => reduce::kernel_names(reduce::op_of_index(i)),
     }
 }
 

@@ -73,19 +73,23 @@ pub struct Plan {
     pub why: String,
 }
 
+/// The reductions in `source::REDUCTIONS` order (a module each, `Family::Reduce(index)`).
+const OPS: [Op; 5] = [Op::Sum, Op::Mean, Op::Max, Op::Min, Op::Argmax];
+
 /// The op's index in `source::REDUCTIONS` (its module).
 fn op_index(op: Op) -> u8 {
-    match op {
-        Op::Sum => 0,
-        Op::Mean => 1,
-        Op::Max => 2,
-        Op::Min => 3,
-        Op::Argmax => 4,
-        op => unreachable!("{op} is not a reduction"),
+    match OPS.iter().position(|&o| o == op) {
+        Some(i) => i as u8,
+        None => unreachable!("{op} is not a reduction"),
     }
 }
 
-fn names(op: Op) -> [&'static str; 8] {
+/// The reduction of module `Family::Reduce(index)`.
+pub fn op_of_index(index: u8) -> Op {
+    OPS[index as usize]
+}
+
+fn names(op: Op) -> [&'static str; 9] {
     macro_rules! n {
         ($p:literal) => {
             [
@@ -97,6 +101,7 @@ fn names(op: Op) -> [&'static str; 8] {
                 concat!($p, "_combine"),
                 concat!($p, "_cols_vec"),
                 concat!($p, "_cols_tile"),
+                concat!($p, "_rows_block8"),
             ]
         };
     }
@@ -108,6 +113,15 @@ fn names(op: Op) -> [&'static str; 8] {
         Op::Argmax => n!("argmax"),
         op => unreachable!("{op} is not a reduction"),
     }
+}
+
+/// Every kernel the planner can choose for `op` (the offline check finds each in the module).
+pub fn kernel_names(op: Op) -> Vec<&'static str> {
+    let mut v = names(op).to_vec();
+    if op == Op::Argmax {
+        v.extend([ARGMAX_KEY, ARGMAX_RUN]);
+    }
+    v
 }
 
 /// argmax of 16-bit rows by keys (`argmax_rows_key8` in `cu/reduce.cuh`, the argmax module only);
@@ -231,6 +245,9 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         (k[1], 4)
     } else if count <= group_max {
         (k[2], 32)
+    } else if tuned.get("rows_packs", 4) == 8 {
+        // A candidate (`rows_packs` 8): 8 packs a thread in flight instead of 4.
+        (k[8], 0)
     } else {
         (k[3], 0)
     };

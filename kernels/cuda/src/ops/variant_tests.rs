@@ -600,3 +600,27 @@ fn single_pass_reductions_where_a_config_sets_it() {
     ));
     assert!(!plan(&two, Op::Sum, 1, 1 << 26).kept_scratch);
 }
+
+#[test]
+fn reduction_rows_eight_packs_where_a_config_sets_it() {
+    let plan = |t: &TuneTable, op: Op, nout: i64, count: i64| rows_plan(t, op, nout, count, 1, 4);
+    let eight = table(Some(
+        r#"{ "reduce": [ { "threads": 512, "group_max": 16384, "split_min": 16384, "blocks_per_sm": 4, "single_pass": 1, "rows_packs": 8 } ] }"#,
+    ));
+    // The block-per-output walk (the full sum, rows longer than group_max) only; the built-in
+    // configs keep 4 packs.
+    for (op, nout, count, kernel) in [
+        (Op::Sum, 1, 1 << 26, "sum_rows_block8"),
+        (Op::Argmax, 8, 1 << 24, "argmax_rows_block8"),
+        (Op::Max, 4096, 65536, "max_rows_block8"),
+    ] {
+        let p = plan(&eight, op, nout, count);
+        let four = plan(&table(None), op, nout, count);
+        assert_eq!(
+            (p.main.kernel, p.chunks, p.single_pass),
+            (kernel, four.chunks, four.single_pass)
+        );
+        assert_eq!(four.main.kernel, kernel.trim_end_matches('8'));
+    }
+    assert_eq!(plan(&eight, Op::Sum, 4096, 4096).main.kernel, "sum_rows_32");
+}
