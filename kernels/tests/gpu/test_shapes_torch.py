@@ -94,6 +94,10 @@ def test_elementwise_and_broadcasting(dtype, offset):
     check(K.mul(c, b), cd * bd, dtype, "col * row")
     check(K.div(a, c), ad / cd, dtype, "a / col")
     check(K.sub(a, torch.tensor(1.5, device="cuda", dtype=dtype)), ad - 1.5, dtype, "a - 0-d")
+    # A number first (as numpy): packed where aligned, element by element where not.
+    check(K.sub(1.5, a), 1.5 - ad, dtype, "1.5 - a")
+    check(K.div(1.0, c), 1.0 / cd, dtype, "1 / col")
+    check(K.div(2.0, a.t()), 2.0 / ad.t(), dtype, "2 / transposed")
     check(K.add(a.t(), a.t()), (ad + ad).t(), dtype, "transposed")
     # Rows of whole packs: the vectorized broadcast kernel.
     m = rand((37, 1024), dtype, seed=14)
@@ -130,6 +134,7 @@ def test_elementwise_and_broadcasting(dtype, offset):
     evd, odd = hd[:, ::2], hd[:, 1::2]
     check(K.mul(ev, 2.0), evd * 2.0, dtype, "rows[:, ::2] * 2")
     check(K.sub(od, 0.5), odd - 0.5, dtype, "rows[:, 1::2] - 0.5")
+    check(K.sub(0.5, ev), 0.5 - evd, dtype, "0.5 - rows[:, ::2]")
     check(K.add(ev, od), evd + odd, dtype, "rows[:, ::2] + rows[:, 1::2]")
     check(K.mul(od, h[:, :1024]), odd * hd[:, :1024], dtype, "rows[:, 1::2] * rows[:, :1024]")
     check(K.gelu(od), 0.5 * odd * torch.special.erfc(-odd / 2**0.5), dtype, "gelu rows[:, 1::2]")
