@@ -10,7 +10,7 @@ input read once, the output written once). Each case's result is checked against
 is timed.
 
     RFFI_LIBRARY_PATH=target/release PYTHONPATH=ffi-python:kernels/python \\
-        python bench/gpu/shapes.py [--quick] [--out DIR]
+        python bench/gpu/shapes.py [--quick] [--out DIR] [--only PARTS] [--match CASES]
 
 Columns: ms (rffi, torch), rffi GB/s, rffi / copy (fraction of the copy limit), torch / rffi
 (speed-up over torch: above 1 is faster).
@@ -54,8 +54,10 @@ def timed(fn, budget_ms=60.0, most=200):
 
 
 class Suite:
-    def __init__(self, quick):
+    def __init__(self, quick, match=()):
         self.quick = quick
+        # Substrings of "group case" to run (every case when empty).
+        self.match = [m for m in match if m]
         self.rows = []
         n = (256 if quick else 1024) * MIB // 4
         a = torch.randn(n, device="cuda")
@@ -63,6 +65,8 @@ class Suite:
         self.copy_gbs = 2 * a.nbytes / timed(lambda: b.copy_(a)) / 1e6
 
     def case(self, group, name, ours, ref, nbytes, check=None):
+        if self.match and not any(m in f"{group} {name}" for m in self.match):
+            return
         try:
             if check is not None:
                 ok, detail = check()
@@ -428,11 +432,17 @@ def main():
     p.add_argument("--quick", action="store_true", help="smaller sizes (a shorter run)")
     p.add_argument("--out", default=os.environ.get("OUT"))
     p.add_argument("--only", default="elementwise,softmax,reductions,norms")
+    p.add_argument(
+        "--match",
+        default="",
+        help="comma-separated substrings of 'op case' (e.g. 'softmax float32,x 262144'): only "
+        "the cases containing one are run",
+    )
     args = p.parse_args()
     K.load(os.environ.get("RFFI_KERNELS_PLUGIN"))
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        s = Suite(args.quick)
+        s = Suite(args.quick, args.match.split(","))
         name = torch.cuda.get_device_name()
         print(f"{name}, torch {torch.__version__}, copy {s.copy_gbs:.0f} GB/s", flush=True)
         for part in args.only.split(","):

@@ -10,7 +10,8 @@
 # per variant (120) and RFFI_GPU_VARIANT_TEST_S for its GPU tests (120: the tests of the parts it
 # concerns, under its configs), RFFI_GPU_RUST_S per test binary (300), so
 # one stage that hangs cannot take the others' output with it; a limit of 0 skips the launch
-# bench, the GPU pytest or the Rust tests.
+# bench, the GPU pytest or the Rust tests. Bench arguments (`--only PARTS`, `--match CASES`)
+# apply to the variants' runs too (a variant keeps its own parts). RFFI_GPU_NCU: see below.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD="$(cd "$1" && pwd)"
@@ -48,6 +49,23 @@ if [ "${RFFI_GPU_PYTEST_S:-600}" != 0 ]; then
       >"$OUT/pytest-gpu.log" 2>&1 || status=1
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest-gpu.log" | tail -40
 fi
+# A kernel profiled by Nsight Compute where the machine has it: RFFI_GPU_NCU names the suite's
+# cases (`--match`, e.g. "softmax float32 256 x 262144") and RFFI_GPU_NCU_KERNEL a regex of the
+# kernel's name (e.g. softmax_pipe); its third launch (after the check and the warm-up) is
+# profiled: speed of light, memory, warp stalls, occupancy. $OUT/ncu.log holds the report.
+if [ -n "${RFFI_GPU_NCU:-}" ]; then
+  echo "== ncu: ${RFFI_GPU_NCU_KERNEL:-.} in '$RFFI_GPU_NCU'"
+  ncu="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu" ]; then
+    echo "ncu: not found on this machine"
+  else
+    timeout "${RFFI_GPU_NCU_S:-180}" "$ncu" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section Occupancy --section LaunchStats \
+        -k "regex:${RFFI_GPU_NCU_KERNEL:-.}" -s 2 -c 1 \
+        python3 bench/gpu/shapes.py --match "$RFFI_GPU_NCU" >"$OUT/ncu.log" 2>&1 || status=1
+    grep -vE "^  (softmax|layer_norm|rms_norm|sum|mean|max|min|argmax|add|mul|exp|gelu)" "$OUT/ncu.log" | tail -120
+  fi
+fi
 # The Rust tests: every kernel against the CPU backend.
 for t in "$BUILD"/test-*; do
   [ "${RFFI_GPU_RUST_S:-300}" != 0 ] || break
@@ -63,7 +81,7 @@ if [ "$BENCH" = 1 ]; then
     echo "== $name: bench/gpu/shapes.py --only $(cat "$d/ONLY")"
     mkdir -p "$OUT/$name"
     RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_S:-120}" python3 bench/gpu/shapes.py \
-        --only "$(cat "$d/ONLY")" --out "$OUT/$name" >"$OUT/$name/bench.log" 2>&1 || status=1
+        "$@" --only "$(cat "$d/ONLY")" --out "$OUT/$name" >"$OUT/$name/bench.log" 2>&1 || status=1
     grep -E "MISMATCH|Error" "$OUT/$name/bench.log" | head -5
     grep -E "^\| " "$OUT/$name/bench.log" | grep -v "^| op |"
     # The GPU tests of the same parts under the variant (test names hold the part's name).
