@@ -52,16 +52,16 @@ fi
 # A kernel profiled by Nsight Compute where the machine has it: RFFI_GPU_NCU names the suite's
 # cases (`--match`, e.g. "softmax float32 256 x 262144") and RFFI_GPU_NCU_KERNEL a regex of the
 # kernel's name (e.g. softmax_pipe); its third launch (after the check and the warm-up) is
-# profiled: speed of light, memory, warp stalls, occupancy (bench arguments such as `--only
-# softmax` apply). $OUT/ncu.log holds the report.
+# profiled, at the clocks as found (--clock-control none): speed of light, memory, warp stalls,
+# occupancy (bench arguments such as `--only softmax` apply). $OUT/ncu.log holds the report.
 if [ -n "${RFFI_GPU_NCU:-}" ]; then
   echo "== ncu: ${RFFI_GPU_NCU_KERNEL:-.} in '$RFFI_GPU_NCU'"
   ncu="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
   if [ -z "$ncu" ]; then
     echo "ncu: not found on this machine"
   else
-    timeout "${RFFI_GPU_NCU_S:-180}" "$ncu" --section SpeedOfLight --section MemoryWorkloadAnalysis \
-        --section WarpStateStats --section Occupancy --section LaunchStats \
+    timeout "${RFFI_GPU_NCU_S:-180}" "$ncu" --clock-control none --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
         -k "regex:${RFFI_GPU_NCU_KERNEL:-.}" -s 2 -c 1 \
         python3 bench/gpu/shapes.py "$@" --match "$RFFI_GPU_NCU" >"$OUT/ncu.log" 2>&1 || status=1
     grep -vE "^  (softmax|layer_norm|rms_norm|sum|mean|max|min|argmax|add|mul|exp|gelu)" "$OUT/ncu.log" | tail -120
