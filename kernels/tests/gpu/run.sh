@@ -49,23 +49,28 @@ if [ "${RFFI_GPU_PYTEST_S:-600}" != 0 ]; then
       >"$OUT/pytest-gpu.log" 2>&1 || status=1
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest-gpu.log" | tail -40
 fi
-# A kernel profiled by Nsight Compute where the machine has it: RFFI_GPU_NCU names the suite's
-# cases (`--match`, e.g. "softmax float32 256 x 262144") and RFFI_GPU_NCU_KERNEL a regex of the
-# kernel's name (e.g. softmax_pipe); its third launch (after the check and the warm-up) is
-# profiled, at the clocks as found (--clock-control none): speed of light, memory, warp stalls,
-# occupancy (bench arguments such as `--only softmax` apply). $OUT/ncu.log holds the report.
+# Kernels profiled by Nsight Compute where the machine has it: RFFI_GPU_NCU is a list of
+# "CASES=KERNEL" separated by ';', CASES the suite's cases (`--match`, e.g. "softmax float32 256
+# x 262144") and KERNEL a regex of the kernel's name (e.g. softmax_pipe). For each, the kernel's
+# third launch (after the check and the warm-up) is profiled, at the clocks as found
+# (--clock-control none): speed of light, memory, warp stalls, occupancy (bench arguments such as
+# `--only softmax` apply), each under RFFI_GPU_NCU_S seconds. $OUT/ncu-N.log hold the reports.
 if [ -n "${RFFI_GPU_NCU:-}" ]; then
-  echo "== ncu: ${RFFI_GPU_NCU_KERNEL:-.} in '$RFFI_GPU_NCU'"
   ncu="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
-  if [ -z "$ncu" ]; then
-    echo "ncu: not found on this machine"
-  else
+  n=0
+  IFS=';' read -ra specs <<<"$RFFI_GPU_NCU"
+  for spec in "${specs[@]}"; do
+    n=$((n + 1))
+    cases="${spec%%=*}" kernel="${spec#*=}"
+    [ "$kernel" != "$spec" ] || kernel=.
+    echo "== ncu $n: $kernel in '$cases'"
+    if [ -z "$ncu" ]; then echo "ncu: not found on this machine"; break; fi
     timeout "${RFFI_GPU_NCU_S:-180}" "$ncu" --clock-control none --section SpeedOfLight \
-        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
-        -k "regex:${RFFI_GPU_NCU_KERNEL:-.}" -s 2 -c 1 \
-        python3 bench/gpu/shapes.py "$@" --match "$RFFI_GPU_NCU" >"$OUT/ncu.log" 2>&1 || status=1
-    grep -vE "^  (softmax|layer_norm|rms_norm|sum|mean|max|min|argmax|add|mul|exp|gelu)" "$OUT/ncu.log" | tail -120
-  fi
+        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+        --section LaunchStats -k "regex:$kernel" -s 2 -c 1 \
+        python3 bench/gpu/shapes.py "$@" --match "$cases" >"$OUT/ncu-$n.log" 2>&1 || status=1
+    sed -n '/==PROF==/,$p' "$OUT/ncu-$n.log" | grep -vE "^  [a-z_]+ [a-z0-9]+ .* ms  torch" | tail -90
+  done
 fi
 # The Rust tests: every kernel against the CPU backend.
 for t in "$BUILD"/test-*; do
