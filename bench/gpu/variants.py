@@ -136,8 +136,9 @@ VARIANTS = {
     # The same in four or eight waves of 2 (smaller chunks: the SMs that finish first take more).
     "reduce-waves-4": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=8)]),
     "reduce-waves-8": ("reductions", "reduce", [dict(REDUCE_90, blocks_per_sm=16)]),
-    # The block-per-output rows walk with 8 packs a thread in flight instead of 4 (the full
-    # sum, rows of more than group_max elements).
+    # The block-per-output rows walk with the next 4 packs a thread loaded before a step's 4 are
+    # merged (the full sum, rows of more than group_max elements): the plain loop's machine code
+    # issues two loads, merges them, then the other two.
     "reduce-packs-8": ("reductions", "reduce", [dict(REDUCE_90, rows_packs=8)]),
     # The norm tiles (16-bit rows of 512 to 8192) with weight and bias read from L1 each pass
     # instead of held in registers (108-112 registers, two blocks an SM): three blocks an SM

@@ -1,6 +1,6 @@
 """NVRTC through ctypes, from the `nvidia-cuda-nvrtc-cu12` wheel: where its library is, and one
-compile with its log. Shared by `registers.py` and the CUDA source tests
-(kernels/tests/python/test_cuda_sources.py)."""
+compile with its log (and its machine code). Shared by `registers.py`, `sass.py` and the CUDA
+source tests (kernels/tests/python/test_cuda_sources.py)."""
 
 from __future__ import annotations
 
@@ -23,13 +23,25 @@ def load():
 
 def compile_source(lib, src: bytes, name: bytes, opts: list[bytes]) -> tuple[bool, str]:
     """(ok, NVRTC's log) of compiling `src` (named `name` in messages) with `opts`."""
+    ok, log, _ = compile_cubin(lib, src, name, opts, cubin=False)
+    return ok, log
+
+
+def compile_cubin(lib, src: bytes, name: bytes, opts: list[bytes], cubin=True):
+    """(ok, NVRTC's log, machine code or None) of compiling `src` with `opts`; the machine code
+    (a cubin) where `opts` name a real architecture (`--gpu-architecture=sm_90`)."""
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, name, 0, None, None) != 0:
-        return False, "nvrtcCreateProgram failed"
+        return False, "nvrtcCreateProgram failed", None
     rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetProgramLog(prog, log)
+    code = None
+    if rc == 0 and cubin and lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0 and size.value:
+        buf = ctypes.create_string_buffer(size.value)
+        if lib.nvrtcGetCUBIN(prog, buf) == 0:
+            code = buf.raw
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return rc == 0, log.value.decode(errors="replace")
+    return rc == 0, log.value.decode(errors="replace"), code

@@ -101,8 +101,11 @@ template <int R> __device__ __forceinline__ void merge_pack(Acc& a, const Pack& 
 }
 
 // Folds elements [lo, hi) of a run of stride rs at x (index base + k) with `lanes` threads
-// numbered `lane`; 16-byte packs where the run is contiguous, U of them in flight a thread.
-template <int R, int U = 4> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
+// numbered `lane`; 16-byte packs where the run is contiguous, U at a time. PF 1: the next U
+// packs are loaded before this step's are merged (2 U in flight): left to itself the compiler
+// issues half a step's loads, merges them, then the other half's (its machine code for U = 4),
+// so a thread keeps about two packs in flight.
+template <int R, int U = 4, int PF = 0> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
   if (vec && rs == 1) {
     // Peel to a 16-byte boundary, then packs, then the tail.
     i64 head = peel(x, lo, hi);
@@ -115,7 +118,21 @@ template <int R, int U = 4> __device__ __forceinline__ void fold_run(Acc& a, con
     i64 k = lane;
     Acc b[U];
     _Pragma("unroll") for (int u = 0; u < U; ++u) b[u] = acc_init<R>();
-    for (; k + (U - 1) * lanes < np; k += U * lanes) {
+    if (PF && k + (U - 1) * lanes < np) {
+      Pack q[U];
+      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * lanes];
+      for (;;) {
+        const i64 kn = k + U * lanes;
+        const bool more = kn + (U - 1) * lanes < np;
+        Pack n[U];
+        if (more) { _Pragma("unroll") for (int u = 0; u < U; ++u) n[u] = pp[kn + u * lanes]; }
+        _Pragma("unroll") for (int u = 0; u < U; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
+        k = kn;
+        if (!more) break;
+        _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = n[u];
+      }
+    }
+    for (; !PF && k + (U - 1) * lanes < np; k += U * lanes) {
       Pack q[U];
       _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * lanes];
       _Pragma("unroll") for (int u = 0; u < U; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
@@ -135,7 +152,7 @@ template <int R, int U = 4> __device__ __forceinline__ void fold_run(Acc& a, con
 }
 
 // Work item w = (output, chunk) of the rows walk: its elements, folded by `lanes` threads.
-template <int R, int U = 4> __device__ __forceinline__ Acc fold_item(const RLay& L, u64 px, i64 w, i64 chunks, i64 chunk, int lane, int lanes, int vec, i64& oo) {
+template <int R, int U = 4, int PF = 0> __device__ __forceinline__ Acc fold_item(const RLay& L, u64 px, i64 w, i64 chunks, i64 chunk, int lane, int lanes, int vec, i64& oo) {
   i64 o = w / chunks, c = w % chunks, ox;
   kept_offsets(L, o, ox, oo);
   const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1];
@@ -145,9 +162,9 @@ template <int R, int U = 4> __device__ __forceinline__ Acc fold_item(const RLay&
   const T* x = (const T*)px + ox;
   if (chunks > 1) {  // one run (nr == 1), split
     i64 lo = c * chunk, hi = lo + chunk < ni ? lo + chunk : ni;
-    fold_run<R, U>(a, x, rs, lo, hi, 0, lane, lanes, vec);
+    fold_run<R, U, PF>(a, x, rs, lo, hi, 0, lane, lanes, vec);
   } else {
-    for (i64 q = 0; q < nq; ++q) fold_run<R, U>(a, x + run_offset(L, q), rs, 0, ni, q * ni, lane, lanes, vec);
+    for (i64 q = 0; q < nq; ++q) fold_run<R, U, PF>(a, x + run_offset(L, q), rs, 0, ni, q * ni, lane, lanes, vec);
   }
   return a;
 }
@@ -214,8 +231,9 @@ template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u6
   }
 }
 
-// Rows walk, a block per work item, U packs a thread in flight (`NAME_rows_block`: 4,
-// `NAME_rows_block8`: 8, where a config sets `rows_packs`). `flags`: 1, the run may be read in
+// Rows walk, a block per work item: `NAME_rows_block` 4 packs a thread a step,
+// `NAME_rows_block8` (where a config sets `rows_packs` 8) 4 a step with the next step's 4 in
+// flight. `flags`: 1, the run may be read in
 // packs; 2 (chunked runs),
 // the last block to finish a chunk of an output combines the output's chunks itself (one kernel,
 // where otherwise a second one does): each block counts its finished chunk in the output's
@@ -223,11 +241,11 @@ template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u6
 // starts) once its partial is visible to every block (the fence), and the block that counts the
 // last chunk reads the partials from L2, then sets the counter back to zero (memory the host
 // keeps for the next call then needs no zeroing).
-template <int R, int U = 4> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
+template <int R, int U = 4, int PF = 0> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
   __shared__ int last;
   for (i64 w = blockIdx.x; w < items; w += gridDim.x) {
     i64 oo = 0;
-    Acc a = fold_item<R, U>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, flags & 1, oo);
+    Acc a = fold_item<R, U, PF>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, flags & 1, oo);
     a = acc_block<R>(a);
     if (threadIdx.x == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
     if (chunks > 1 && (flags & 2)) {
@@ -366,7 +384,7 @@ extern "C" __global__ void NAME##_rows_1(u64 px, u64 po, u64 pp, RLay L, i64 ite
 extern "C" __global__ void NAME##_rows_4(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 4>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 32>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, flags); } \
-extern "C" __global__ void NAME##_rows_block8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R, 8>(px, po, pp, L, items, chunks, chunk, count, flags); } \
+extern "C" __global__ void NAME##_rows_block8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R, 4, 1>(px, po, pp, L, items, chunks, chunk, count, flags); } \
 extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_cols_tile(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_tile<R>(px, po, pp, L, nout, chunks, chunk, count); } \

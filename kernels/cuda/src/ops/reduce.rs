@@ -238,7 +238,12 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         };
     }
     let group_max = tuned.get("group_max", 2048);
-    let threads = tuned.get("threads", 512).clamp(32, 1024) as u64;
+    let most_threads = if tuned.get("rows_packs", 4) == 8 {
+        512
+    } else {
+        1024
+    };
+    let threads = tuned.get("threads", 512).clamp(32, most_threads) as u64;
     let (kernel, lanes) = if count <= 4 {
         (k[0], 1)
     } else if count <= 64 {
@@ -246,7 +251,8 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
     } else if count <= group_max {
         (k[2], 32)
     } else if tuned.get("rows_packs", 4) == 8 {
-        // A candidate (`rows_packs` 8): 8 packs a thread in flight instead of 4.
+        // A candidate (`rows_packs` 8): the next step's 4 packs in flight while a step's 4 are
+        // merged (80 registers for float32: at most 512 threads a block launch).
         (k[8], 0)
     } else {
         (k[3], 0)

@@ -623,4 +623,10 @@ fn reduction_rows_eight_packs_where_a_config_sets_it() {
         assert_eq!(four.main.kernel, kernel.trim_end_matches('8'));
     }
     assert_eq!(plan(&eight, Op::Sum, 4096, 4096).main.kernel, "sum_rows_32");
+    // Its registers allow blocks of at most 512 threads.
+    let wide = table(Some(
+        r#"{ "reduce": [ { "threads": 1024, "group_max": 16384, "rows_packs": 8 } ] }"#,
+    ));
+    let p = plan(&wide, Op::Sum, 1, 1 << 26);
+    assert_eq!((p.main.kernel, p.main.block), ("sum_rows_block8", 512));
 }
