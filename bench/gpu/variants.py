@@ -164,6 +164,13 @@ VARIANTS = {
     # consecutive elements a block (strided_tile), instead of a grid's width apart: a block's
     # loads in one stretch of the tensor; with the grid capped at 8 blocks an SM, or a block
     # per tile (no cap).
+    # Transposed operands' tiles with the next tile's loads issued before this tile's stores
+    # (H200 a.T + b.T: 0.81 of copy).
+    "tiled-prefetch": (
+        "elementwise",
+        "elementwise",
+        [dict(c, tiled_prefetch=1) for c in ELEMENTWISE_90],
+    ),
     "strided-tile": (
         "elementwise",
         "elementwise",

@@ -271,38 +271,65 @@ __device__ __forceinline__ void tile_store(T* o, const Tl& L, i64 r0, i64 c0, co
   __syncthreads();
 }
 
-// Block b takes tiles b, b + gridDim.x, ...; neighbouring tiles share a band of rows.
-#define TILE_WALK(r0, c0) \
-  const i64 tc = (L.C + 31) / 32, tiles = (L.R + 31) / 32 * tc; \
-  for (i64 t = blockIdx.x, r0 = t / tc * 32, c0 = t % tc * 32; t < tiles; \
-       t += gridDim.x, r0 = t / tc * 32, c0 = t % tc * 32)
+// Block b takes tiles b, b + gridDim.x, ...; neighbouring tiles share a band of rows. PF 1
+// (`NAME_tiledp`, where a config sets `tiled_prefetch`): the next tile's loads are issued once
+// this tile's values are out of shared memory and registers, before its results are computed
+// and stored, so that they fly during the stores and the barrier; PF 0 loads each tile after
+// the previous one is stored.
+#define TILE_AT(t, r0, c0) const i64 r0 = (t) / tc * 32, c0 = (t) % tc * 32
 
-template <class F> __device__ __forceinline__ void binary_tiled(u64 pa, u64 pb, u64 po, const Tl& L, F f) {
+template <int PF, class F> __device__ __forceinline__ void binary_tiled(u64 pa, u64 pb, u64 po, const Tl& L, F f) {
   __shared__ T sa[32][33], sb[32][33];
-  TILE_WALK(r0, c0) {
-    T ra[4], rb[4];
-    C x[4], y[4], z[4];
+  const i64 tc = (L.C + 31) / 32, tiles = (L.R + 31) / 32 * tc;
+  T ra[4], rb[4];
+  i64 t = blockIdx.x;
+  if (PF && t < tiles) {
+    TILE_AT(t, r0, c0);
     tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
     tile_fetch((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, r0, c0, rb);
+  }
+  for (; t < tiles; t += gridDim.x) {
+    TILE_AT(t, r0, c0);
+    C x[4], y[4], z[4];
+    if (!PF) {
+      tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
+      tile_fetch((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, r0, c0, rb);
+    }
     tile_put(L.via[0], sa, ra);
     tile_put(L.via[1], sb, rb);
     __syncthreads();
     tile_get(L.via[0], sa, ra, x);
     tile_get(L.via[1], sb, rb, y);
+    if (PF && t + gridDim.x < tiles) {
+      TILE_AT(t + gridDim.x, rn, cn);
+      tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, rn, cn, ra);
+      tile_fetch((const T*)pb, L.sr[1], L.sc[1], L.via[1], L, rn, cn, rb);
+    }
     _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i], y[i]);
     tile_store((T*)po, L, r0, c0, z);
   }
 }
 
-template <class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, const Tl& L, F f) {
+template <int PF, class F> __device__ __forceinline__ void unary_tiled(u64 pa, u64 po, const Tl& L, F f) {
   __shared__ T sa[32][33];
-  TILE_WALK(r0, c0) {
-    T ra[4];
-    C x[4], z[4];
+  const i64 tc = (L.C + 31) / 32, tiles = (L.R + 31) / 32 * tc;
+  T ra[4];
+  i64 t = blockIdx.x;
+  if (PF && t < tiles) {
+    TILE_AT(t, r0, c0);
     tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
+  }
+  for (; t < tiles; t += gridDim.x) {
+    TILE_AT(t, r0, c0);
+    C x[4], z[4];
+    if (!PF) tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, r0, c0, ra);
     tile_put(L.via[0], sa, ra);
     __syncthreads();
     tile_get(L.via[0], sa, ra, x);
+    if (PF && t + gridDim.x < tiles) {
+      TILE_AT(t + gridDim.x, rn, cn);
+      tile_fetch((const T*)pa, L.sr[0], L.sc[0], L.via[0], L, rn, cn, ra);
+    }
     _Pragma("unroll") for (int i = 0; i < 4; ++i) z[i] = f(x[i]);
     tile_store((T*)po, L, r0, c0, z);
   }
@@ -316,7 +343,7 @@ extern "C" __global__ void NAME##_strided(u64 pa, C s, u64 po, u64 n, Lay L) { u
 extern "C" __global__ void NAME##_strided32(u64 pa, C s, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, [s](C x) { return EXPR; }); } \
 extern "C" __global__ void NAME##_halves(u64 pa, C s, u64 po, Hv V) { halves<1>(pa, 0, po, V, [s](C x, C) { return EXPR; }); }
 
-// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, `NAME_halves`, and
+// add, sub, ...: `NAME_vec`, `NAME_bcast`, `NAME_strided`, `NAME_strided32`, `NAME_tiled`, `NAME_tiledp`, `NAME_halves`, and
 // with a number after the tensor `NAME_scalar_vec`, `NAME_scalar_strided`, `NAME_scalar_strided32`, `NAME_scalar_halves`.
 #define BINARY(NAME, OP) \
 struct F_##NAME { __device__ __forceinline__ C operator()(C x, C y) const { return OP(x, y); } }; \
@@ -324,7 +351,8 @@ extern "C" __global__ void NAME##_vec(u64 pa, u64 pb, u64 po, u64 n) { binary_ve
 extern "C" __global__ void NAME##_bcast(u64 pa, u64 pb, u64 po, Bc B) { binary_bcast(pa, pb, po, B, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 pb, u64 po, u64 n, Lay L) { binary_strided(pa, pb, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 pb, u64 po, u32 n, Lay32 L) { binary_strided32(pa, pb, po, n, L, F_##NAME()); } \
-extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled(pa, pb, po, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled<0>(pa, pb, po, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiledp(u64 pa, u64 pb, u64 po, Tl L) { binary_tiled<1>(pa, pb, po, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_halves(u64 pa, u64 pb, u64 po, Hv V) { halves<2>(pa, pb, po, V, F_##NAME()); } \
 SCALAR_FORMS(NAME##_scalar, OP(x, s))
 
@@ -338,7 +366,8 @@ extern "C" __global__ void NAME##_vec8(u64 pa, u64 po, u64 n) { unary_vec<8>(pa,
 extern "C" __global__ void NAME##_vec1(u64 pa, u64 po, u64 n) { unary_vec<1>(pa, po, n, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided(u64 pa, u64 po, u64 n, Lay L) { unary_strided(pa, po, n, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_strided32(u64 pa, u64 po, u32 n, Lay32 L) { unary_strided32(pa, po, n, L, F_##NAME()); } \
-extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled(pa, po, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiled(u64 pa, u64 po, Tl L) { unary_tiled<0>(pa, po, L, F_##NAME()); } \
+extern "C" __global__ void __launch_bounds__(256) NAME##_tiledp(u64 pa, u64 po, Tl L) { unary_tiled<1>(pa, po, L, F_##NAME()); } \
 extern "C" __global__ void NAME##_halves(u64 pa, u64 po, Hv V) { halves<1>(pa, 0, po, V, [](C x, C) { return F_##NAME()(x); }); }
 
 #define OP_ADD(x, y) ADD(x, y)

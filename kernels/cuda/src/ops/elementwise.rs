@@ -73,6 +73,16 @@ macro_rules! kernel_table {
                 _ => unreachable!("no elementwise kernel {name} in {form:?} (number: {scalar})"),
             }
         }
+
+        /// The tiles of op `name` with the next tile's loads issued before this tile's stores
+        /// (`NAME_tiledp`, where a config sets `tiled_prefetch`).
+        pub(super) fn kernel_tiled_prefetch(name: &str) -> &'static str {
+            match name {
+                $($b => concat!($b, "_tiledp"),)*
+                $($u => concat!($u, "_tiledp"),)*
+                _ => unreachable!("no elementwise kernel {name}"),
+            }
+        }
     };
 }
 
@@ -93,9 +103,11 @@ pub fn kernel_names(is_float: bool) -> Vec<&'static str> {
     let mut v = std::vec::Vec::new();
     for &n in BINARY_OPS.iter().filter(has) {
         v.extend([Packed, Bcast, Strided32, Strided, Tiled, Halves].map(|f| kernel(n, false, f)));
+        v.push(kernel_tiled_prefetch(n));
     }
     for &n in UNARY_OPS.iter().filter(has) {
         v.extend([Packed, Strided32, Strided, Tiled, Halves].map(|f| kernel(n, false, f)));
+        v.push(kernel_tiled_prefetch(n));
         v.extend([1, 8].into_iter().filter_map(|p| kernel_packs(n, p)));
     }
     for &n in NUMBER_OPS.iter().filter(has) {

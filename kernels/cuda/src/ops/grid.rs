@@ -2,7 +2,7 @@
 //! once per thread while the configs do not depend on the shape), the grid of a form, and the
 //! reason for `explain` (formatted only there).
 
-use super::elementwise::{kernel, kernel_packs, Form};
+use super::elementwise::{kernel, kernel_packs, kernel_tiled_prefetch, Form};
 use super::{CeilDiv, Launch, Tuned};
 use rffi_core::Result;
 use rffi_kernels::OpCall;
@@ -14,7 +14,7 @@ pub struct Why {
     vec: u64,
     /// Packs a thread per step of the packed forms; elements a thread a round of `strided32`.
     packs: u64,
-    /// `strided32` rounds from tiles of consecutive elements.
+    /// `strided32` rounds from tiles of consecutive elements; the tiles prefetching the next.
     tiled: bool,
     /// Blocks an SM and waves (0: no cap).
     caps: (u64, u64),
@@ -52,9 +52,15 @@ impl Why {
                 "strided, transposed or broadcast operands: 32-bit offsets".to_owned()
             }
             Form::Strided => "strided operands with offsets beyond 32 bits".to_owned(),
-            Form::Tiled => "a transposed operand over two dims: 32 x 32 tiles, read through \
-                            shared memory along its contiguous rows, 256 threads"
-                .to_owned(),
+            Form::Tiled => format!(
+                "a transposed operand over two dims: 32 x 32 tiles, read through shared memory \
+                 along its contiguous rows, 256 threads{}",
+                if tiled {
+                    ", the next tile's loads issued before this tile's stores"
+                } else {
+                    ""
+                }
+            ),
             Form::Halves => format!(
                 "rows read every element or every second one (x[..., ::2], x[..., 1::2]), the \
                  output compact: units of {} outputs, 8-byte stores; inputs read every second \
@@ -99,6 +105,9 @@ pub struct Params {
     /// Rows read every element or every second one in halves of packs (`NAME_halves`), where
     /// they would take a strided kernel (1), or not (0).
     pub halves: u64,
+    /// The tiles with the next tile's loads issued before this tile's stores (`NAME_tiledp`:
+    /// 1), or each tile loaded after the last is stored (0).
+    pub tiled_prefetch: u64,
 }
 
 impl Params {
@@ -123,6 +132,7 @@ impl Params {
             },
             strided_tile: (tuned.get("strided_tile", 0) != 0) as u64,
             halves: (tuned.get("halves", 0) != 0) as u64,
+            tiled_prefetch: (tuned.get("tiled_prefetch", 0) != 0) as u64,
         }
     }
 
@@ -160,6 +170,7 @@ pub fn plan(
     // Packed unary kernels with 8 or 1 packs a thread per step, where the tuning asks for them.
     let packed = match form {
         Form::Vec if !scalar && params.unary_packs != 4 => kernel_packs(name, params.unary_packs),
+        Form::Tiled if params.tiled_prefetch != 0 => Some(kernel_tiled_prefetch(name)),
         _ => None,
     };
     let work = match form {
@@ -181,12 +192,14 @@ pub fn plan(
             form,
             packs: match form {
                 Form::Strided32 => params.strided_rounds,
-                _ if packed.is_some() => params.unary_packs,
+                Form::Vec if packed.is_some() => params.unary_packs,
                 _ => 4,
             },
-            tiled: form == Form::Strided32
-                && params.strided_rounds == 4
-                && params.strided_tile == 1,
+            tiled: match form {
+                Form::Strided32 => params.strided_rounds == 4 && params.strided_tile == 1,
+                Form::Tiled => params.tiled_prefetch == 1,
+                _ => false,
+            },
             vec,
             caps,
             sms,

@@ -288,6 +288,25 @@ fn tiled_forms() {
     );
     assert_eq!((l.kernel, l.block, l.grid.0), ("add_tiled", 256, 8 * 132));
     assert!(why.text().contains("32 x 32 tiles"), "{}", why.text());
+    assert!(!why.text().contains("next tile"), "{}", why.text());
+    // The prefetching tiles (`tiled_prefetch`, a candidate): the same grid.
+    let next = elementwise::Params {
+        tiled_prefetch: 1,
+        ..tuned
+    };
+    for (name, kernel) in [("add", "add_tiledp"), ("exp", "exp_tiledp")] {
+        let (l, why) =
+            elementwise::plan(name, false, 1 << 26, elementwise::Form::Tiled, 4, SMS, next);
+        assert_eq!((l.kernel, l.block, l.grid.0), (kernel, 256, 8 * 132));
+        assert!(
+            why.text().contains("the next tile's loads"),
+            "{}",
+            why.text()
+        );
+    }
+    // Other forms do not change.
+    let (l, _) = elementwise::plan("add", false, 1 << 26, elementwise::Form::Vec, 4, SMS, next);
+    assert_eq!(l.kernel, "add_vec");
 }
 
 #[test]
@@ -403,5 +422,5 @@ fn elementwise_kernel_names_per_module() {
     for name in ["div_vec", "rdiv_scalar_vec", "exp_vec"] {
         assert!(!ints.contains(&name), "{name}");
     }
-    assert_eq!(ints.len(), 3 * 6 + 5 + 2 + 4 * 4);
+    assert_eq!(ints.len(), 3 * 7 + 6 + 2 + 4 * 4);
 }
