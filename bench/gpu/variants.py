@@ -160,10 +160,6 @@ VARIANTS = {
     # One-pass reductions with their counters and partials in memory kept for the stream's
     # next call (no allocation, no memset a call).
     "reduce-kept-scratch": ("reductions", "reduce", [dict(REDUCE_90, kept_scratch=1)]),
-    # The 32-bit strided kernels' four elements a thread a round from a tile of 4 x threads
-    # consecutive elements a block (strided_tile), instead of a grid's width apart: a block's
-    # loads in one stretch of the tensor; with the grid capped at 8 blocks an SM, or a block
-    # per tile (no cap).
     # Transposed operands' tiles with the next tile's loads issued before this tile's stores
     # (H200 a.T + b.T: 0.81 of copy).
     "tiled-prefetch": (
@@ -171,6 +167,10 @@ VARIANTS = {
         "elementwise",
         [dict(c, tiled_prefetch=1) for c in ELEMENTWISE_90],
     ),
+    # The 32-bit strided kernels' four elements a thread a round from a tile of 4 x threads
+    # consecutive elements a block (strided_tile), instead of a grid's width apart: a block's
+    # loads in one stretch of the tensor; with the grid capped at 8 blocks an SM, or a block
+    # per tile (no cap).
     "strided-tile": (
         "elementwise",
         "elementwise",

@@ -4,7 +4,8 @@
 # Runs the public shape suite (bench/gpu/shapes.py), the launch-overhead bench
 # (bench/gpu/launch.py), the Python GPU tests (against torch), the Rust CUDA tests (every kernel
 # against the CPU backend), then the suite's parts again under each tuning variant staged in
-# DIR/tune-* (bench/gpu/variants.py) with their GPU tests, printing each stage's summary.
+# DIR/tune-* (bench/gpu/variants.py; a variant holding its own librffi_kernels_plugin.so, staged
+# by stage.sh DIR --variant, runs with it) with their GPU tests, printing each stage's summary.
 # Logs and tables go to $OUT (or /tmp). Each stage runs under a time limit (seconds):
 # RFFI_GPU_PYTEST_S (600), RFFI_GPU_BENCH_S (900), RFFI_GPU_LAUNCH_S (120), RFFI_GPU_VARIANT_S
 # per variant (120) and RFFI_GPU_VARIANT_TEST_S for its GPU tests (120: the tests of the parts it
@@ -84,15 +85,20 @@ if [ "$BENCH" = 1 ]; then
   for d in "$BUILD"/tune-*; do
     [ -d "$d" ] || continue
     name="$(basename "$d")"
-    echo "== $name: bench/gpu/shapes.py --only $(cat "$d/ONLY")"
+    # A variant staged with its own kernels plugin (stage.sh DIR --variant) runs with it.
+    plugin="$BUILD/librffi_kernels_plugin.so"
+    [ -f "$d/librffi_kernels_plugin.so" ] && plugin="$d/librffi_kernels_plugin.so"
+    echo "== $name: bench/gpu/shapes.py --only $(cat "$d/ONLY") $(cat "$d/SOURCE" 2>/dev/null)"
     mkdir -p "$OUT/$name"
-    RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_S:-120}" python3 bench/gpu/shapes.py \
-        "$@" --only "$(cat "$d/ONLY")" --out "$OUT/$name" >"$OUT/$name/bench.log" 2>&1 || status=1
+    RFFI_KERNELS_PLUGIN="$plugin" RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_S:-120}" \
+        python3 bench/gpu/shapes.py "$@" --only "$(cat "$d/ONLY")" --out "$OUT/$name" \
+        >"$OUT/$name/bench.log" 2>&1 || status=1
     grep -E "MISMATCH|Error" "$OUT/$name/bench.log" | head -5
     grep -E "^\| " "$OUT/$name/bench.log" | grep -v "^| op |"
     # The GPU tests of the same parts under the variant (test names hold the part's name).
     if [ "${RFFI_GPU_VARIANT_TEST_S:-120}" != 0 ]; then
-      RFFI_KERNELS_TUNE_DIR="$d" timeout "${RFFI_GPU_VARIANT_TEST_S:-120}" python3 -m pytest -q \
+      RFFI_KERNELS_PLUGIN="$plugin" RFFI_KERNELS_TUNE_DIR="$d" \
+          timeout "${RFFI_GPU_VARIANT_TEST_S:-120}" python3 -m pytest -q \
           -p no:cacheprovider -k "$(sed 's/,/ or /g' "$d/ONLY")" kernels/tests/gpu/test_shapes_torch.py \
           >"$OUT/$name/pytest-gpu.log" 2>&1 || status=1
       grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/$name/pytest-gpu.log" | tail -8
