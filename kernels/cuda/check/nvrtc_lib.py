@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import sys
 
 
 def load():
@@ -19,6 +20,14 @@ def load():
     libs = sorted(glob.glob(os.path.join(root, "lib", "libnvrtc.so*")))
     libs = [p for p in libs if "alt" not in os.path.basename(p)]
     return ctypes.CDLL(libs[0]) if libs else None
+
+
+def require():
+    """The wheel's libnvrtc.so, loaded, or exit with how to install it (the scripts' start)."""
+    lib = load()
+    if lib is None:
+        sys.exit("NVRTC not found: pip install nvidia-cuda-nvrtc-cu12")
+    return lib
 
 
 def compile_source(lib, src: bytes, name: bytes, opts: list[bytes]) -> tuple[bool, str]:

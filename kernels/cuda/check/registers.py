@@ -22,13 +22,6 @@ import nvrtc_lib  # beside this script
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
-def nvrtc():
-    lib = nvrtc_lib.load()
-    if lib is None:
-        sys.exit("NVRTC not found: pip install nvidia-cuda-nvrtc-cu12")
-    return lib
-
-
 def compile_log(lib, path, arch):
     """(ok, ptxas log) of one module compiled to machine code for `arch`."""
     with open(path, "rb") as fh:
@@ -62,7 +55,7 @@ def main():
     files = args.files or sorted(glob.glob(os.path.join(src, "*.cu")))
     if not files:
         sys.exit("no sources: run `make cuda-check` first, or name .cu files")
-    lib, failed = nvrtc(), 0
+    lib, failed = nvrtc_lib.require(), 0
     print(f"{'module':<34} {'kernel':<32} {'regs':>4} {'spill st':>8} {'spill ld':>8} {'smem':>6}")
     for path in files:
         ok, log = compile_log(lib, path, args.arch)

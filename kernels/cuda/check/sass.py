@@ -62,10 +62,7 @@ def main():
     p.add_argument("--match", default="", help="only kernels whose name contains this")
     p.add_argument("--code", action="store_true", help="print the listing too")
     args = p.parse_args()
-    lib = nvrtc_lib.load()
-    if lib is None:
-        sys.exit("NVRTC not found: pip install nvidia-cuda-nvrtc-cu12")
-    tool = nvdisasm()
+    lib, tool = nvrtc_lib.require(), nvdisasm()
     for path in args.files:
         with open(path, "rb") as fh:
             src = fh.read()
