@@ -101,44 +101,44 @@ template <int R> __device__ __forceinline__ void merge_pack(Acc& a, const Pack& 
 }
 
 // Folds elements [lo, hi) of a run of stride rs at x (index base + k) with `lanes` threads
-// numbered `lane`; 16-byte packs where the run is contiguous, U at a time. PF 1: the next U
-// packs are loaded before this step's are merged (2 U in flight): left to itself the compiler
-// issues half a step's loads, merges them, then the other half's (its machine code for U = 4),
-// so a thread keeps about two packs in flight.
-template <int R, int U = 4, int PF = 0> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
+// numbered `lane`; 16-byte packs where the run is contiguous, 4 at a time. PF 1: the next 4
+// packs are loaded before this step's are merged (8 in flight): left to itself the compiler
+// issues two of a step's loads, merges them, then the other two (its machine code), so a thread
+// keeps about two packs in flight.
+template <int R, int PF = 0> __device__ __forceinline__ void fold_run(Acc& a, const T* x, i64 rs, i64 lo, i64 hi, i64 base, int lane, int lanes, bool vec) {
   if (vec && rs == 1) {
     // Peel to a 16-byte boundary, then packs, then the tail.
     i64 head = peel(x, lo, hi);
     for (i64 k = lo + lane; k < lo + head; k += lanes) acc_merge<R>(a, (ACC)ld(x[k]), base + k);
     i64 p0 = lo + head, np = (hi - p0) / VEC;
     const Pack* pp = (const Pack*)(x + p0);
-    // U accumulators, one per pack in flight: the merges of the U packs are independent
+    // Four accumulators, one per pack of a step: the merges of the four packs are independent
     // chains (argmax's compare-and-select chain is what bounds it otherwise), joined at the end;
     // argmax's tie rule (the smaller index) makes the join order-free.
     i64 k = lane;
-    Acc b[U];
-    _Pragma("unroll") for (int u = 0; u < U; ++u) b[u] = acc_init<R>();
-    if (PF && k + (U - 1) * lanes < np) {
-      Pack q[U];
-      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * lanes];
+    Acc b[4];
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) b[u] = acc_init<R>();
+    if (PF && k + 3 * lanes < np) {
+      Pack q[4];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = pp[k + u * lanes];
       for (;;) {
-        const i64 kn = k + U * lanes;
-        const bool more = kn + (U - 1) * lanes < np;
-        Pack n[U];
-        if (more) { _Pragma("unroll") for (int u = 0; u < U; ++u) n[u] = pp[kn + u * lanes]; }
-        _Pragma("unroll") for (int u = 0; u < U; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
+        const i64 kn = k + 4 * lanes;
+        const bool more = kn + 3 * lanes < np;
+        Pack n[4];
+        if (more) { _Pragma("unroll") for (int u = 0; u < 4; ++u) n[u] = pp[kn + u * lanes]; }
+        _Pragma("unroll") for (int u = 0; u < 4; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
         k = kn;
         if (!more) break;
-        _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = n[u];
+        _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = n[u];
       }
     }
-    for (; !PF && k + (U - 1) * lanes < np; k += U * lanes) {
-      Pack q[U];
-      _Pragma("unroll") for (int u = 0; u < U; ++u) q[u] = pp[k + u * lanes];
-      _Pragma("unroll") for (int u = 0; u < U; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
+    for (; !PF && k + 3 * lanes < np; k += 4 * lanes) {
+      Pack q[4];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) q[u] = pp[k + u * lanes];
+      _Pragma("unroll") for (int u = 0; u < 4; ++u) merge_pack<R>(b[u], q[u], base + p0 + (k + u * lanes) * VEC);
     }
     for (; k < np; k += lanes) merge_pack<R>(b[0], pp[k], base + p0 + k * VEC);
-    _Pragma("unroll") for (int u = 0; u < U; ++u) acc_merge<R>(a, b[u].v, b[u].i);
+    _Pragma("unroll") for (int u = 0; u < 4; ++u) acc_merge<R>(a, b[u].v, b[u].i);
     for (i64 t = p0 + np * VEC + lane; t < hi; t += lanes) acc_merge<R>(a, (ACC)ld(x[t]), base + t);
     return;
   }
@@ -152,7 +152,7 @@ template <int R, int U = 4, int PF = 0> __device__ __forceinline__ void fold_run
 }
 
 // Work item w = (output, chunk) of the rows walk: its elements, folded by `lanes` threads.
-template <int R, int U = 4, int PF = 0> __device__ __forceinline__ Acc fold_item(const RLay& L, u64 px, i64 w, i64 chunks, i64 chunk, int lane, int lanes, int vec, i64& oo) {
+template <int R, int PF = 0> __device__ __forceinline__ Acc fold_item(const RLay& L, u64 px, i64 w, i64 chunks, i64 chunk, int lane, int lanes, int vec, i64& oo) {
   i64 o = w / chunks, c = w % chunks, ox;
   kept_offsets(L, o, ox, oo);
   const i64 ni = L.rshape[L.nr - 1], rs = L.rx[L.nr - 1];
@@ -162,9 +162,9 @@ template <int R, int U = 4, int PF = 0> __device__ __forceinline__ Acc fold_item
   const T* x = (const T*)px + ox;
   if (chunks > 1) {  // one run (nr == 1), split
     i64 lo = c * chunk, hi = lo + chunk < ni ? lo + chunk : ni;
-    fold_run<R, U, PF>(a, x, rs, lo, hi, 0, lane, lanes, vec);
+    fold_run<R, PF>(a, x, rs, lo, hi, 0, lane, lanes, vec);
   } else {
-    for (i64 q = 0; q < nq; ++q) fold_run<R, U, PF>(a, x + run_offset(L, q), rs, 0, ni, q * ni, lane, lanes, vec);
+    for (i64 q = 0; q < nq; ++q) fold_run<R, PF>(a, x + run_offset(L, q), rs, 0, ni, q * ni, lane, lanes, vec);
   }
   return a;
 }
@@ -241,11 +241,11 @@ template <int R, int G> __device__ __forceinline__ void reduce_rows_g(u64 px, u6
 // starts) once its partial is visible to every block (the fence), and the block that counts the
 // last chunk reads the partials from L2, then sets the counter back to zero (memory the host
 // keeps for the next call then needs no zeroing).
-template <int R, int U = 4, int PF = 0> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
+template <int R, int PF = 0> __device__ __forceinline__ void reduce_rows_b(u64 px, u64 po, u64 ppart, const RLay& L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) {
   __shared__ int last;
   for (i64 w = blockIdx.x; w < items; w += gridDim.x) {
     i64 oo = 0;
-    Acc a = fold_item<R, U, PF>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, flags & 1, oo);
+    Acc a = fold_item<R, PF>(L, px, w, chunks, chunk, threadIdx.x, blockDim.x, flags & 1, oo);
     a = acc_block<R>(a);
     if (threadIdx.x == 0) finish<R>(po, ppart, w, chunks, oo, a, count);
     if (chunks > 1 && (flags & 2)) {
@@ -384,7 +384,7 @@ extern "C" __global__ void NAME##_rows_1(u64 px, u64 po, u64 pp, RLay L, i64 ite
 extern "C" __global__ void NAME##_rows_4(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 4>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_32(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int vec) { reduce_rows_g<R, 32>(px, po, pp, L, items, chunks, chunk, count, vec); } \
 extern "C" __global__ void NAME##_rows_block(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R>(px, po, pp, L, items, chunks, chunk, count, flags); } \
-extern "C" __global__ void NAME##_rows_block8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R, 4, 1>(px, po, pp, L, items, chunks, chunk, count, flags); } \
+extern "C" __global__ void NAME##_rows_block8(u64 px, u64 po, u64 pp, RLay L, i64 items, i64 chunks, i64 chunk, i64 count, int flags) { reduce_rows_b<R, 1>(px, po, pp, L, items, chunks, chunk, count, flags); } \
 extern "C" __global__ void NAME##_cols(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void NAME##_cols_vec(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_vec<R>(px, po, pp, L, nout, chunks, chunk, count); } \
 extern "C" __global__ void __launch_bounds__(256) NAME##_cols_tile(u64 px, u64 po, u64 pp, RLay L, i64 nout, i64 chunks, i64 chunk, i64 count) { reduce_cols_tile<R>(px, po, pp, L, nout, chunks, chunk, count); } \

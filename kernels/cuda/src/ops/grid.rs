@@ -167,14 +167,15 @@ pub fn plan(
     } else {
         params.threads
     };
-    // Packed unary kernels with 8 or 1 packs a thread per step, where the tuning asks for them.
-    let packed = match form {
+    // A form's other kernel where the tuning asks for it: packed unary kernels with 8 or 1 packs
+    // a thread per step, the tiles prefetching the next.
+    let other = match form {
         Form::Vec if !scalar && params.unary_packs != 4 => kernel_packs(name, params.unary_packs),
         Form::Tiled if params.tiled_prefetch != 0 => Some(kernel_tiled_prefetch(name)),
         _ => None,
     };
     let work = match form {
-        Form::Vec if packed.is_some() => n.cdiv(vec).cdiv(params.unary_packs),
+        Form::Vec if other.is_some() => n.cdiv(vec).cdiv(params.unary_packs),
         Form::Vec | Form::Bcast => n.cdiv(vec).cdiv(4),
         Form::Halves => n.cdiv((vec / 2).max(1)).cdiv(4),
         Form::Strided32 => n.cdiv(params.strided_rounds),
@@ -184,7 +185,7 @@ pub fn plan(
     let blocks = work.cdiv(threads).clamp(1, cap);
     (
         Launch::new(
-            packed.unwrap_or_else(|| kernel(name, scalar, form)),
+            other.unwrap_or_else(|| kernel(name, scalar, form)),
             blocks,
             threads,
         ),
@@ -192,7 +193,7 @@ pub fn plan(
             form,
             packs: match form {
                 Form::Strided32 => params.strided_rounds,
-                Form::Vec if packed.is_some() => params.unary_packs,
+                Form::Vec if other.is_some() => params.unary_packs,
                 _ => 4,
             },
             tiled: match form {

@@ -28,17 +28,16 @@ pub struct Lay {
     s: [[i64; MAX_DIMS]; 3],
 }
 
-/// The kernels the planners can choose from a module of `family` for `dt`, for the offline check that each is an entry of the compiled module
-/// (`cargo run --example cuda_sources`, `kernels/cuda/check/cuda_check.sh`).
+/// The kernels the planners can choose from a module of `family` for `dt`, for the offline
+/// check that each is an entry of the compiled module (`cargo run --example cuda_sources`,
+/// `kernels/cuda/check/cuda_check.sh`).
 pub fn planned_kernels(dt: &Dt, family: Family) -> Vec<&'static str> {
-    let quads = |n: &&str| n.starts_with("softmax_tileq_");
     match family {
         Family::Elementwise => elementwise::kernel_names(dt.is_float),
-        Family::Softmax => softmax::kernel_names()
+        Family::Softmax | Family::SoftmaxQuads => softmax::kernel_names(dt.size as i64)
             .into_iter()
-            .filter(|n| !quads(n) && (pipe::serves(dt.size as i64) || !n.contains("_pipe_")))
+            .filter(|&n| softmax::family(n) == family)
             .collect(),
-        Family::SoftmaxQuads => softmax::kernel_names().into_iter().filter(quads).collect(),
         Family::Norm => norm::kernel_names(),
         Family::Reduce(i) => reduce::kernel_names(reduce::op_of_index(i)),
     }

@@ -12,7 +12,7 @@
 
 use super::{arg, explanation, ptr, sms, stream, CeilDiv, Launch, Tuned};
 use crate::driver::{function, launch, with_kept_scratch, Scratch};
-use crate::source::{Family, MAX_DIMS};
+use crate::source::{Family, MAX_DIMS, REDUCTIONS};
 use cudarc::driver::sys;
 use rffi_core::error::kind;
 use rffi_core::{Error, Result};
@@ -73,12 +73,9 @@ pub struct Plan {
     pub why: String,
 }
 
-/// The reductions in `source::REDUCTIONS` order (a module each, `Family::Reduce(index)`).
-const OPS: [Op; 5] = [Op::Sum, Op::Mean, Op::Max, Op::Min, Op::Argmax];
-
 /// The op's index in `source::REDUCTIONS` (its module).
 fn op_index(op: Op) -> u8 {
-    match OPS.iter().position(|&o| o == op) {
+    match REDUCTIONS.iter().position(|&n| n == op.name()) {
         Some(i) => i as u8,
         None => unreachable!("{op} is not a reduction"),
     }
@@ -86,7 +83,7 @@ fn op_index(op: Op) -> u8 {
 
 /// The reduction of module `Family::Reduce(index)`.
 pub fn op_of_index(index: u8) -> Op {
-    OPS[index as usize]
+    Op::parse(REDUCTIONS[index as usize]).expect("the reductions are ops")
 }
 
 fn names(op: Op) -> [&'static str; 9] {
@@ -238,21 +235,19 @@ pub fn plan(op: Op, c: &Class, sms: i64, tuned: &Tuned<'_>) -> Plan {
         };
     }
     let group_max = tuned.get("group_max", 2048);
-    let most_threads = if tuned.get("rows_packs", 4) == 8 {
-        512
-    } else {
-        1024
-    };
-    let threads = tuned.get("threads", 512).clamp(32, most_threads) as u64;
+    // A candidate (`rows_packs` 8): the next step's 4 packs in flight while a step's 4 are
+    // merged (80 registers for float32: at most 512 threads a block launch).
+    let eight = tuned.get("rows_packs", 4) == 8;
+    let threads = tuned
+        .get("threads", 512)
+        .clamp(32, if eight { 512 } else { 1024 }) as u64;
     let (kernel, lanes) = if count <= 4 {
         (k[0], 1)
     } else if count <= 64 {
         (k[1], 4)
     } else if count <= group_max {
         (k[2], 32)
-    } else if tuned.get("rows_packs", 4) == 8 {
-        // A candidate (`rows_packs` 8): the next step's 4 packs in flight while a step's 4 are
-        // merged (80 registers for float32: at most 512 threads a block launch).
+    } else if eight {
         (k[8], 0)
     } else {
         (k[3], 0)

@@ -25,7 +25,7 @@ mod plan;
 #[cfg(test)]
 mod plan_tests;
 
-pub use plan::{kernel_names, plan, Class, Kind, Plan};
+pub use plan::{family, kernel_names, plan, Class, Kind, Plan};
 
 use super::{arg, dt, explanation, ptr, sms, stream, Lay, Tuned};
 use crate::driver::{function, has_clusters, launch, launch_shared, smem_per_block, Scratch};
@@ -156,7 +156,7 @@ pub fn softmax(call: &OpCall<'_>) -> Result<()> {
     let f = function(
         call.device,
         call.dtype,
-        plan::family(p.main.kernel),
+        family(p.main.kernel),
         p.main.kernel,
     )?;
     if p.kind == Kind::Tile {

@@ -73,8 +73,9 @@ const LANES: [(i64, i64, &str); 6] = [
     (16, 2, "softmax_lanes_16_2"),
     (16, 4, "softmax_lanes_16_4"),
 ];
-/// Every kernel name the planner can choose (checked against the source by a test).
-pub fn kernel_names() -> Vec<&'static str> {
+/// Every kernel name the planner can choose for elements of `itemsize` bytes (float64 has no
+/// pipelined rows; checked against the source by a test and against the PTX offline).
+pub fn kernel_names(itemsize: i64) -> Vec<&'static str> {
     let mut v: Vec<&str> = GROUP.iter().map(|g| g.2).collect();
     v.extend(TILE.iter().flat_map(|t| [t.2, t.3]));
     v.extend(TILEQ.iter().map(|t| t.2));
@@ -83,7 +84,9 @@ pub fn kernel_names() -> Vec<&'static str> {
     v.extend(BLOCK.iter().map(|b| b.1));
     v.extend(CLUSTER.iter().map(|b| b.1));
     v.push(CLUSTER_PART.1);
-    v.extend(PIPE.iter().map(|b| b.1));
+    if crate::ops::pipe::serves(itemsize) {
+        v.extend(PIPE.iter().map(|b| b.1));
+    }
     v.extend([
         "softmax_smem",
         "softmax_online",
@@ -166,7 +169,7 @@ impl Plan {
 }
 
 /// The module that defines `kernel`: the quad tiles are a module apart.
-pub(super) fn family(kernel: &str) -> Family {
+pub fn family(kernel: &str) -> Family {
     if TILEQ.iter().any(|t| t.2 == kernel) {
         Family::SoftmaxQuads
     } else {
